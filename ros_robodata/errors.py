@@ -1,0 +1,24 @@
+"""Errors a user can act on.
+
+Every error raised for bad input (a broken profile, a truncated bag, a missing topic) is a
+RobodataError whose message is one line saying what, where and why. The CLI prints that line and
+exits non-zero; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RobodataError(Exception):
+    """Bad input or a state the user can fix: one line, what, where, why."""
+
+
+class ProfileError(RobodataError):
+    """The robot profile is unreadable or invalid."""
+
+
+class BagError(RobodataError):
+    """A bag is missing, unreadable, truncated, or holds something we cannot decode."""
+
+
+class DatasetError(RobodataError):
+    """The dataset layout, catalog or an episode is missing or inconsistent."""
