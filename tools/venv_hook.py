@@ -1,9 +1,9 @@
 """Make the project's .venv see its colcon install, like `source install/setup.bash` would.
 
 Writes two files into the venv's site-packages (and nowhere else):
-- `_ros_robodata_workspace.py`, which puts install/ on AMENT_PREFIX_PATH and LD_LIBRARY_PATH and
-  its site-packages on sys.path, so the generated `ros_robodata.msg` types load next to the
-  editable sources;
+- `_ros_robodata_workspace.py`, which puts install/ on AMENT_PREFIX_PATH and LD_LIBRARY_PATH, so
+  the generated `ros_robodata.msg` types (found by ros_robodata/__init__.py through
+  AMENT_PREFIX_PATH) and their C libraries load next to the editable sources;
 - `ros_robodata_workspace.pth`, which imports it at interpreter start. It sorts before the ROS
   wheels' own `ros_wheels_bootstrapper.pth`, whose re-exec then carries LD_LIBRARY_PATH in.
 """
@@ -19,7 +19,6 @@ import os
 import sys
 
 INSTALL = {install!r}
-SITE = {site!r}
 
 
 def _prepend(var, value):
@@ -32,8 +31,6 @@ if os.path.isdir(INSTALL):
     _prepend('AMENT_PREFIX_PATH', sys.prefix)
     _prepend('AMENT_PREFIX_PATH', INSTALL)
     _prepend('LD_LIBRARY_PATH', os.path.join(INSTALL, 'lib'))
-    if SITE not in sys.path:
-        sys.path.append(SITE)
 '''
 
 
@@ -42,11 +39,9 @@ def main() -> int:
         print('venv_hook: run this with the venv python', file=sys.stderr)
         return 2
     install = Path(sys.argv[1] if len(sys.argv) > 1 else 'install').resolve()
-    version = f'{sys.version_info.major}.{sys.version_info.minor}'
-    site = install / 'lib' / f'python{version}' / 'site-packages'
     target = Path(sysconfig.get_paths()['purelib'])
     (target / '_ros_robodata_workspace.py').write_text(
-        MODULE.format(install=str(install), site=str(site)), encoding='utf-8'
+        MODULE.format(install=str(install)), encoding='utf-8'
     )
     (target / 'ros_robodata_workspace.pth').write_text('import _ros_robodata_workspace\n', encoding='utf-8')
     print(f'venv_hook: {target} now sees {install}')

@@ -1,0 +1,401 @@
+"""Read rosbag2 bags, ours or anyone's, streaming, and whatever of a damaged bag is readable.
+
+A normal bag (a directory with metadata.yaml, or a bare .mcap / .db3 file) is read with rosbags,
+chunk by chunk, never whole. A bag directory whose metadata.yaml is missing (a recorder that was
+killed) is read from its storage files directly. An MCAP file cut short (no footer, a partial
+last chunk) is scanned record by record up to the damage. Each such detour is written into
+`notes`, so the caller can tell the user what was read and how.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mcap.exceptions import McapError
+from mcap.records import Channel, Chunk, Message, Schema
+from mcap.stream_reader import StreamReader
+from rosbags.interfaces import Qos, QosDurability
+from rosbags.rosbag2 import Reader
+from rosbags.rosbag2.errors import ReaderError
+from rosbags.serde import SerdeError
+from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+from ros_robodata.bag.types import own_message_definitions
+from ros_robodata.errors import BagError
+
+STORAGE_SUFFIXES = {'.mcap': 'mcap', '.db3': 'sqlite3'}
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """One topic of a bag."""
+
+    name: str
+    msgtype: str
+    count: int
+    serialization_format: str = 'cdr'
+    latched: bool = False
+    msgdef: str = ''
+    qos: tuple[Qos, ...] = ()
+
+
+@dataclass(frozen=True)
+class BagMessage:
+    """One message as stored: CDR bytes at the bag's (receive) time."""
+
+    topic: str
+    msgtype: str
+    t_ns: int
+    data: bytes | memoryview
+
+
+class BagReader:
+    """Open a bag for reading; use as a context manager.
+
+    Raises BagError with one line when nothing at `path` is readable as a bag.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.notes: list[str] = []
+        self.metadata: dict[str, Any] | None = None
+        self.files = _storage_files(self.path)
+        self.storage = STORAGE_SUFFIXES[self.files[0].suffix]
+        self._sources: list[_Source] = []
+        for file in self.files:
+            self._sources.append(self._open_source(file))
+        if self.path.is_dir() and (self.path / 'metadata.yaml').is_file():
+            self.metadata = _read_metadata(self.path / 'metadata.yaml')
+        elif self.path.is_dir():
+            names = ', '.join(f.name for f in self.files)
+            self.notes.append(f'no metadata.yaml in {self.path}: read {names} directly')
+        self._typestore: Typestore | None = None
+
+    def _open_source(self, file: Path) -> _Source:
+        try:
+            return _RosbagsSource(file)
+        except (ReaderError, OSError, ValueError, KeyError, IndexError) as err:
+            if file.suffix != '.mcap':
+                raise BagError(f'{file}: not a readable {self.storage} bag: {err}') from None
+            source = _ScannedMcap(file)
+            self.notes.append(
+                f'{file.name} is damaged or truncated ({err}); recovered {source.message_count} '
+                f'message(s) up to byte {source.readable_bytes:,} of {file.stat().st_size:,}'
+            )
+            return source
+
+    # -- what the bag holds ------------------------------------------------------------------
+
+    @property
+    def topics(self) -> dict[str, TopicInfo]:
+        merged: dict[str, TopicInfo] = {}
+        for source in self._sources:
+            for info in source.topics.values():
+                if info.name in merged:
+                    old = merged[info.name]
+                    info = replace(old, count=old.count + info.count)
+                merged[info.name] = info
+        return dict(sorted(merged.items()))
+
+    @property
+    def message_count(self) -> int:
+        return sum(source.message_count for source in self._sources)
+
+    @property
+    def start_ns(self) -> int | None:
+        starts = [s.start_ns for s in self._sources if s.message_count]
+        return min(starts) if starts else None
+
+    @property
+    def end_ns(self) -> int | None:
+        """Time of the last message (inclusive)."""
+        ends = [s.end_ns for s in self._sources if s.message_count]
+        return max(ends) if ends else None
+
+    @property
+    def duration_ns(self) -> int:
+        if self.start_ns is None or self.end_ns is None:
+            return 0
+        return self.end_ns - self.start_ns
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.files)
+
+    @property
+    def damaged_files(self) -> list[Path]:
+        """Storage files that could only be read up to damage (truncation, a bad chunk)."""
+        return [s.file for s in self._sources if isinstance(s, _ScannedMcap)]
+
+    @property
+    def complete(self) -> bool:
+        """True when the bag has its metadata and every storage file is intact."""
+        return self.metadata is not None and not self.damaged_files
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def messages(
+        self,
+        topics: Collection[str] | None = None,
+        start_ns: int | None = None,
+        stop_ns: int | None = None,
+    ) -> Iterator[BagMessage]:
+        """Stored messages of `topics` (all if None) with start_ns <= t < stop_ns, in time order.
+
+        Split bags are read file after file (rosbag2 splits in time order). Memory stays bounded
+        by one chunk whatever the bag's length.
+        """
+        wanted = None if topics is None else set(topics)
+        if wanted is not None and (unknown := wanted - set(self.topics)):
+            have = ', '.join(self.topics) or 'none'
+            msg = f'{self.path}: no topic {", ".join(sorted(unknown))} in this bag (it has: {have})'
+            raise BagError(msg)
+        for source in self._sources:
+            yield from source.messages(wanted, start_ns, stop_ns)
+
+    @property
+    def typestore(self) -> Typestore:
+        """ROS 2 Jazzy and ros_robodata types, plus every definition the bag embeds."""
+        if self._typestore is None:
+            self._typestore = _typestore_for(self.topics.values(), self.notes)
+        return self._typestore
+
+    def decode(self, message: BagMessage) -> Any:
+        """Deserialize one message; BagError names the topic and type when that is impossible."""
+        store = self.typestore
+        if message.msgtype not in store.fielddefs:
+            msg = (f'{self.path}: cannot decode {message.topic}: unknown message type {message.msgtype!r} '
+                   '(no definition in the bag, not a ROS 2 Jazzy or ros_robodata type)')
+            raise BagError(msg)
+        try:
+            return store.deserialize_cdr(message.data, message.msgtype)
+        except SerdeError as err:
+            if 'size mismatch' not in str(err):
+                msg = f'{self.path}: cannot decode {message.topic} at t={message.t_ns}: {err}'
+                raise BagError(msg) from None
+        except Exception as err:  # rosbags raises plain struct/index errors on some bad bytes
+            msg = f'{self.path}: cannot decode {message.topic} at t={message.t_ns}: {type(err).__name__}: {err}'
+            raise BagError(msg) from None
+        return self._decode_ignoring_trailing_bytes(message)
+
+    def _decode_ignoring_trailing_bytes(self, message: BagMessage) -> Any:
+        """Bags written from rclpy.serialization.serialize_message() (a common rosbag2_py pattern)
+        carry stray bytes after the message; the message itself is whole, so read it and say so."""
+        data = bytes(message.data)
+        if data[:2] not in (b'\x00\x00', b'\x00\x01'):
+            raise BagError(f'{self.path}: cannot decode {message.topic}: unsupported CDR encapsulation')
+        msgdef = self.typestore.get_msgdef(message.msgtype)
+        func = msgdef.deserialize_cdr_le if data[1] else msgdef.deserialize_cdr_be
+        try:
+            decoded, _ = func(data[4:], 0, msgdef.cls, self.typestore)
+        except Exception as err:
+            msg = f'{self.path}: cannot decode {message.topic} at t={message.t_ns}: {type(err).__name__}: {err}'
+            raise BagError(msg) from None
+        note = f'{message.topic}: messages carry stray bytes after their end (ignored)'
+        if note not in self.notes:
+            self.notes.append(note)
+        return decoded
+
+    def read(
+        self,
+        topics: Collection[str] | None = None,
+        start_ns: int | None = None,
+        stop_ns: int | None = None,
+    ) -> Iterator[tuple[BagMessage, Any]]:
+        """Like messages(), each paired with its decoded message object."""
+        for message in self.messages(topics, start_ns, stop_ns):
+            yield message, self.decode(message)
+
+    def close(self) -> None:
+        for source in self._sources:
+            source.close()
+        self._sources = []
+
+    def __enter__(self) -> BagReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _storage_files(path: Path) -> list[Path]:
+    if not path.exists():
+        raise BagError(f'{path}: no such bag (file or directory)')
+    if path.is_file():
+        if path.suffix not in STORAGE_SUFFIXES:
+            raise BagError(f'{path}: not a bag: expected a directory, a .mcap or a .db3 file')
+        return [path]
+    metadata = path / 'metadata.yaml'
+    if metadata.is_file():
+        listed = _read_metadata(metadata)['rosbag2_bagfile_information'].get('relative_file_paths') or []
+        files = [path / Path(name).name for name in listed]
+        if missing := [f.name for f in files if not f.is_file()]:
+            raise BagError(f'{path}: metadata.yaml lists {", ".join(missing)}, which is missing')
+        if files:
+            return files
+    files = sorted(p for p in path.iterdir() if p.suffix in STORAGE_SUFFIXES and p.is_file())
+    if not files:
+        raise BagError(f'{path}: not a bag: no metadata.yaml and no .mcap or .db3 file in it')
+    if len({f.suffix for f in files}) > 1:
+        raise BagError(f'{path}: both .mcap and .db3 files and no metadata.yaml to say which is the bag')
+    return files
+
+
+def _read_metadata(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding='utf-8'))
+    except (OSError, yaml.YAMLError) as err:
+        raise BagError(f'{path}: unreadable metadata.yaml: {err}') from None
+    if not isinstance(data, dict) or not isinstance(data.get('rosbag2_bagfile_information'), dict):
+        raise BagError(f'{path}: not rosbag2 metadata (no rosbag2_bagfile_information)')
+    return data
+
+
+class _Source:
+    """One storage file's topics and messages."""
+
+    topics: dict[str, TopicInfo]
+    message_count: int
+    start_ns: int
+    end_ns: int
+
+    def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the file."""
+
+
+class _RosbagsSource(_Source):
+    """A storage file read by rosbags with its index (the normal case)."""
+
+    def __init__(self, file: Path) -> None:
+        self._reader = Reader(file)
+        self._reader.open()
+        self.topics = {}
+        for conn in self._reader.connections:
+            ext = conn.ext
+            qos = getattr(ext, 'offered_qos_profiles', []) or []
+            latched = any(q.durability == QosDurability.TRANSIENT_LOCAL for q in qos)
+            count = conn.msgcount + (self.topics[conn.topic].count if conn.topic in self.topics else 0)
+            self.topics[conn.topic] = TopicInfo(
+                conn.topic, conn.msgtype, count, getattr(ext, 'serialization_format', 'cdr'), latched,
+                conn.msgdef.data if conn.msgdef else '', tuple(qos),
+            )
+        self.message_count = self._reader.message_count
+        self.start_ns = self._reader.start_time
+        self.end_ns = self._reader.end_time - 1 if self.message_count else 0
+
+    def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
+        conns = [c for c in self._reader.connections if wanted is None or c.topic in wanted]
+        if not conns:
+            return
+        for conn, t_ns, data in self._reader.messages(connections=conns, start=start_ns, stop=stop_ns):
+            yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
+
+    def close(self) -> None:
+        if self._reader.is_open:
+            self._reader.close()
+
+
+class _ScannedMcap(_Source):
+    """An MCAP file without a usable footer or index, read record by record up to the damage."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.topics = {}
+        self.message_count = 0
+        self.start_ns = 2**63 - 1
+        self.end_ns = 0
+        self.readable_bytes = 0
+        counts: dict[str, int] = {}
+        for record, offset in self._records():
+            if isinstance(record, Message):
+                topic = self._channels[record.channel_id][0]
+                counts[topic] = counts.get(topic, 0) + 1
+                self.message_count += 1
+                self.start_ns = min(self.start_ns, record.log_time)
+                self.end_ns = max(self.end_ns, record.log_time)
+            self.readable_bytes = offset
+        for topic, (msgtype, encoding, latched, msgdef) in self._topic_meta.items():
+            self.topics[topic] = TopicInfo(topic, msgtype, counts.get(topic, 0), encoding, latched, msgdef)
+
+    def _records(self) -> Iterator[tuple[Any, int]]:
+        """Yield (record, bytes read so far) for every intact record; stop at the damage."""
+        self._schemas: dict[int, Schema] = {}
+        self._channels: dict[int, tuple[str, str]] = {}
+        self._topic_meta: dict[str, tuple[str, str, bool, str]] = {}
+        with self.file.open('rb') as f:
+            reader = StreamReader(f, emit_chunks=True, validate_crcs=True)
+            try:
+                for record in reader.records:
+                    offset = f.tell()
+                    inner = _chunk_records(record) if isinstance(record, Chunk) else [record]
+                    for item in inner:
+                        self._note(item)
+                        yield item, offset
+            except (McapError, EOFError, OSError, ValueError, KeyError, struct.error):
+                return  # the damage: everything before it was yielded
+
+    def _note(self, record: Any) -> None:
+        if isinstance(record, Schema):
+            self._schemas[record.id] = record
+        elif isinstance(record, Channel):
+            schema = self._schemas.get(record.schema_id)
+            msgtype = schema.name if schema else '__schemaless__'
+            msgdef = schema.data.decode('utf-8', 'replace') if schema and schema.encoding == 'ros2msg' else ''
+            qos = record.metadata.get('offered_qos_profiles', '')
+            self._channels[record.id] = (record.topic, msgtype)
+            self._topic_meta[record.topic] = (msgtype, record.message_encoding, 'transient_local' in qos, msgdef)
+
+    def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
+        for record, _ in self._records():
+            if not isinstance(record, Message):
+                continue
+            topic, msgtype = self._channels[record.channel_id]
+            if wanted is not None and topic not in wanted:
+                continue
+            if (start_ns is not None and record.log_time < start_ns) or (
+                stop_ns is not None and record.log_time >= stop_ns
+            ):
+                continue
+            yield BagMessage(topic, msgtype, record.log_time, record.data)
+
+
+def _chunk_records(chunk: Chunk) -> list[Any]:
+    from mcap.stream_reader import breakup_chunk
+
+    return breakup_chunk(chunk, validate_crc=True)
+
+
+def _typestore_for(topics: Collection[TopicInfo], notes: list[str]) -> Typestore:
+    store = get_typestore(Stores.ROS2_JAZZY)
+    own: dict[str, Any] = {}
+    for name, text in own_message_definitions().items():
+        own.update(get_types_from_msg(text, name))
+    store.register(own)
+    for info in topics:
+        if info.msgtype in store.fielddefs or not info.msgdef:
+            continue
+        try:
+            if info.msgdef.startswith('=' * 80 + '\nIDL: '):
+                types = get_types_from_idl(info.msgdef)
+            else:
+                types = get_types_from_msg(info.msgdef, info.msgtype)
+            store.register({k: v for k, v in types.items() if k not in store.fielddefs})
+        except Exception as err:  # a malformed embedded definition must not hide the other topics
+            notes.append(f'definition of {info.msgtype} in the bag is unreadable: {err}')
+    return store

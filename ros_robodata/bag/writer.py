@@ -1,0 +1,169 @@
+"""Write one rosbag2 bag: MCAP with zstd-compressed chunks by default, sqlite3 on request.
+
+rosbags does the format work. This adds what a recorder needs on top: topics added by name with
+their QoS, raw CDR written as received, a flush that makes everything written so far survive a
+SIGKILL, and a metadata.yaml that says which ROS distro the definitions come from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import Writer
+from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
+from rosbags.rosbag2.errors import WriterError
+from rosbags.typesys.store import Typestore
+
+from ros_robodata.bag.types import ROS_DISTRO, typestore
+from ros_robodata.errors import BagError
+
+STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+_INFINITE = QosTime(0x7FFFFFFF, 0xFFFFFFFF)
+
+
+def qos_profile(*, reliable: bool = True, latched: bool = False, depth: int = 10) -> Qos:
+    """The offered QoS a bag records for a topic, as rosbag2 stores it for `ros2 bag play`."""
+    return Qos(
+        history=QosHistory.KEEP_LAST,
+        depth=depth,
+        reliability=QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+        durability=QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE,
+        deadline=_INFINITE,
+        lifespan=_INFINITE,
+        liveliness=QosLiveliness.AUTOMATIC,
+        liveliness_lease_duration=_INFINITE,
+        avoid_ros_namespace_conventions=False,
+    )
+
+
+class BagWriter:
+    """One bag directory, written once; use as a context manager.
+
+    Leaving the `with` block by an exception still closes the bag properly: what was recorded is
+    kept, indexed and described in metadata.yaml.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        storage: str = 'mcap',
+        compression: str = 'zstd',
+        custom_data: Mapping[str, str] | None = None,
+    ) -> None:
+        if storage not in STORAGES:
+            msg = f'{path}: unknown storage {storage!r}; expected one of {sorted(STORAGES)}'
+            raise BagError(msg)
+        if compression not in {'zstd', 'none'}:
+            msg = f"{path}: unknown compression {compression!r}; expected 'zstd' or 'none'"
+            raise BagError(msg)
+        self.path = Path(path)
+        self.storage = storage
+        self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+        # MCAP compresses whole chunks (what `ros2 bag record --storage-preset-profile` does);
+        # sqlite3 has no chunks, and per-message compression makes bags few tools can read.
+        if storage == 'mcap' and compression == 'zstd':
+            self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+        for key, value in (custom_data or {}).items():
+            self._writer.set_custom_data(key, str(value))
+        self._topics: dict[str, Connection] = {}
+        self._open = False
+
+    def open(self) -> BagWriter:
+        try:
+            self._writer.open()
+        except WriterError as err:
+            raise BagError(f'{self.path}: cannot create bag: {err}') from None
+        self._open = True
+        return self
+
+    def add_topic(self, topic: str, msgtype: str, *, qos: Qos | None = None, store: Typestore | None = None) -> None:
+        """Declare a topic; its definition (embedded in the bag) comes from `store`, by default
+        ROS 2 Jazzy's and ros_robodata's types."""
+        if topic in self._topics:
+            msg = f'{self.path}: topic {topic} added twice'
+            raise BagError(msg)
+        store = store or typestore()
+        if msgtype not in store.fielddefs:
+            msg = f'{self.path}: unknown message type {msgtype!r} for {topic}: not a ROS 2 Jazzy or ros_robodata type'
+            raise BagError(msg)
+        self._topics[topic] = self._writer.add_connection(
+            topic, msgtype, typestore=store, offered_qos_profiles=[qos or qos_profile()]
+        )
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._topics
+
+    def write(self, topic: str, t_ns: int, data: bytes | memoryview) -> None:
+        """Write one message's CDR bytes, exactly as received, at receive time `t_ns`."""
+        try:
+            connection = self._topics[topic]
+        except KeyError:
+            raise BagError(f'{self.path}: write to undeclared topic {topic}') from None
+        self._writer.write(connection, t_ns, data)
+
+    def write_message(self, topic: str, t_ns: int, message: Any) -> None:
+        """Serialize a rosbags message object and write it."""
+        connection = self._topics.get(topic)
+        if connection is None:
+            raise BagError(f'{self.path}: write to undeclared topic {topic}')
+        self._writer.write(connection, t_ns, typestore().serialize_cdr(message, connection.msgtype))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Messages written so far, per topic."""
+        return {topic: self._writer.counts[conn.id] for topic, conn in self._topics.items()}
+
+    def flush(self) -> None:
+        """Push everything written so far to disk, so a SIGKILL or power loss keeps it.
+
+        For MCAP this closes the pending chunk (a chunk is the unit a reader can recover); for
+        sqlite3 each write is already committed by rosbags.
+        """
+        storage = self._writer.storage
+        if storage is None:
+            return
+        if self.storage == 'mcap':
+            if storage.chunk.bio.tell():
+                storage.close_chunk()
+            storage.bio.flush()
+            os.fsync(storage.bio.fileno())
+
+    def close(self) -> None:
+        """Finish the file (index, summary) and write metadata.yaml."""
+        if not self._open:
+            return
+        self._open = False
+        self._writer.close()
+        _stamp_distro(self.path / 'metadata.yaml')
+
+    def __enter__(self) -> BagWriter:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _stamp_distro(metadata_path: Path) -> None:
+    """Name the ROS distro whose definitions the bag embeds, as rosbag2 does ('jazzy')."""
+    data = yaml.safe_load(metadata_path.read_text(encoding='utf-8'))
+    data['rosbag2_bagfile_information']['ros_distro'] = ROS_DISTRO
+    write_metadata(metadata_path, data)
+
+
+def write_metadata(path: Path, data: dict[str, Any]) -> None:
+    """Write metadata.yaml atomically: a crash leaves the old file or the new one, never half."""
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), encoding='utf-8')
+    os.replace(tmp, path)
