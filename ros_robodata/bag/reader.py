@@ -30,6 +30,7 @@ from ros_robodata.bag.types import own_message_definitions
 from ros_robodata.errors import BagError
 
 STORAGE_SUFFIXES = {'.mcap': 'mcap', '.db3': 'sqlite3'}
+MCAP_MAGIC = b'\x89MCAP0\r\n'
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class BagReader:
         except (ReaderError, OSError, ValueError, KeyError, IndexError) as err:
             if file.suffix != '.mcap':
                 raise BagError(f'{file}: not a readable {self.storage} bag: {err}') from None
+            with file.open('rb') as f:
+                if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+                    raise BagError(f'{file}: not an MCAP file (no MCAP magic at its start)') from None
             source = _ScannedMcap(file)
             self.notes.append(
                 f'{file.name} is damaged or truncated ({err}); recovered {source.message_count} '
