@@ -226,7 +226,8 @@ def _sqlite3_bag_by_hand(path: Path, payloads: list[bytes]) -> None:
         INSERT INTO topics VALUES (1, '/wrist/wrench', 'geometry_msgs/msg/WrenchStamped', 'cdr', '', '');
     """)
     for i, data in enumerate(payloads):
-        db.execute('INSERT INTO messages (topic_id, timestamp, data) VALUES (1, ?, ?)', (3_000_000_000 + i * 2_000_000, data))
+        t_ns = 3_000_000_000 + i * 2_000_000
+        db.execute('INSERT INTO messages (topic_id, timestamp, data) VALUES (1, ?, ?)', (t_ns, data))
     db.commit()
     db.close()
     metadata = {'rosbag2_bagfile_information': {
