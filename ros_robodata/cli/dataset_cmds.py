@@ -1,0 +1,120 @@
+"""Dataset housekeeping: `init`, `list`, `set` (outcome/status with an audit entry), `verify`, `catalog`."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from ros_robodata.cli.common import need, print_json, progress, resolve, stdout
+from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
+from ros_robodata.profile import load_profile
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser('init', help='create an empty dataset', description='Create an empty dataset folder.')
+    p.add_argument('path', help='folder for the new dataset (must be absent or empty)')
+    p.add_argument('--profile', help='robot profile YAML to snapshot into dataset.yaml')
+    p.add_argument('--name', help='dataset name (default: the folder name)')
+    p.set_defaults(func=run_init)
+
+    p = sub.add_parser('list', help="list a dataset's episodes", description="List a dataset's episodes.")
+    p.add_argument('path', help='a dataset')
+    p.add_argument('--task', help='only episodes of this task')
+    p.add_argument('--status', choices=STATUSES, help='only episodes with this status')
+    p.add_argument('--outcome', choices=OUTCOMES, help='only episodes with this outcome')
+    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    p.set_defaults(func=run_list)
+
+    p = sub.add_parser('set', help="change an episode's outcome or status (recorded in audit.jsonl)",
+                       description="Change an episode's outcome and/or status; each change is appended to "
+                                   "the dataset's audit.jsonl with who, when, old and new value and the reason.")
+    p.add_argument('episode', help='an episode folder (DATASET/episodes/ID)')
+    p.add_argument('--outcome', choices=OUTCOMES, help='new outcome')
+    p.add_argument('--status', choices=STATUSES, help='new status')
+    p.add_argument('--reason', default='', help='why (kept in the audit log)')
+    p.add_argument('--who', help='who decided (default: the login name)')
+    p.set_defaults(func=run_set)
+
+    p = sub.add_parser('verify', help="check every bag file against its recorded sha256",
+                       description='Check that each episode has its files, that they match the sha256 recorded '
+                                   'when they were written, and that the catalog agrees with episode.yaml. '
+                                   'Exit status 1 when anything is wrong.')
+    p.add_argument('path', help='a dataset or an episode folder')
+    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    p.set_defaults(func=run_verify)
+
+    p = sub.add_parser('catalog', help='rebuild catalog.sqlite from the episode folders',
+                       description='Recreate catalog.sqlite rows from every episodes/*/episode.yaml.')
+    p.add_argument('action', choices=['rebuild'], help='what to do')
+    p.add_argument('path', help='a dataset')
+    p.set_defaults(func=run_catalog)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    profile = load_profile(args.profile) if args.profile else None
+    dataset = Dataset.create(args.path, name=args.name, profile=profile)
+    stdout.print(f'created dataset {dataset.name} at {dataset.root}')
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    target = need(resolve(args.path), 'dataset')
+    assert target.dataset is not None
+    rows = target.dataset.list(task=args.task, status=args.status, outcome=args.outcome)
+    if args.json:
+        print_json([r.to_dict() for r in rows])
+        return 0
+    table = Table(box=None, pad_edge=False)
+    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'duration s', 'messages', 'score'):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.status,
+                      '-' if r.duration_s is None else f'{r.duration_s:.1f}', str(r.message_count),
+                      '-' if r.score is None else f'{r.score:.2f}')
+    stdout.print(table)
+    return 0
+
+
+def run_set(args: argparse.Namespace) -> int:
+    target = need(resolve(args.episode), 'episode')
+    assert target.dataset is not None and target.episode_id is not None
+    if not args.outcome and not args.status:
+        stdout.print('nothing to change: give --outcome and/or --status')
+        return 2
+    if args.outcome:
+        target.dataset.set_outcome(target.episode_id, args.outcome, args.who, args.reason)
+    if args.status:
+        target.dataset.set_status(target.episode_id, args.status, args.who, args.reason)
+    episode = target.dataset.episode(target.episode_id)
+    stdout.print(f'{episode.id}: outcome={episode.outcome} status={episode.status}')
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    target = need(resolve(args.path), 'dataset', 'episode')
+    assert target.dataset is not None
+    if target.kind == 'episode':
+        assert target.episode_id is not None
+        problems = [p for p in target.dataset.verify(lambda ids: [target.episode_id])  # type: ignore[list-item]
+                    if p.episode == target.episode_id]
+        checked = 1
+    else:
+        checked = len(target.dataset.episode_ids())
+        problems = target.dataset.verify(lambda ids: progress(ids, 'verifying', total=checked, quiet=args.json))
+    if args.json:
+        print_json({'checked': checked, 'ok': not problems,
+                    'problems': [{'episode': p.episode, 'problem': p.what} for p in problems]})
+    else:
+        for problem in problems:
+            stdout.print(f'[red]FAIL[/] {problem}')
+        stdout.print(f'{checked} episode(s) checked, {len(problems)} problem(s)')
+    return 1 if problems else 0
+
+
+def run_catalog(args: argparse.Namespace) -> int:
+    target = need(resolve(args.path), 'dataset')
+    assert target.dataset is not None
+    count = target.dataset.rebuild_catalog()
+    stdout.print(f'catalog rebuilt: {count} episode(s)')
+    return 0

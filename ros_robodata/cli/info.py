@@ -1,0 +1,124 @@
+"""`robodata info PATH`: what a bag, an episode or a dataset holds."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Any
+
+from rich.table import Table
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.bag.summary import bag_summary
+from ros_robodata.cli.common import Target, human_bytes, print_json, resolve, stdout
+from ros_robodata.dataset import Dataset
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser('info', help='topics, counts, rates, duration, size and outcome of a bag, episode or dataset',
+                       description='Describe a bag (directory, .mcap or .db3), an episode folder or a dataset.')
+    p.add_argument('path', help='a bag, an episode folder (DATASET/episodes/ID) or a dataset')
+    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    target = resolve(args.path)
+    data = describe(target)
+    if args.json:
+        print_json(data)
+    elif target.kind == 'dataset':
+        _print_dataset(data)
+    elif target.kind == 'episode':
+        _print_bag(data['bag'], data)
+    else:
+        _print_bag(data, None)
+    return 0
+
+
+def describe(target: Target) -> dict[str, Any]:
+    if target.kind == 'bag':
+        with BagReader(target.path) as reader:
+            return {'kind': 'bag', **bag_summary(reader)}
+    assert target.dataset is not None
+    if target.kind == 'episode':
+        assert target.episode_id is not None
+        return describe_episode(target.dataset, target.episode_id)
+    return describe_dataset(target.dataset)
+
+
+def describe_episode(dataset: Dataset, episode_id: str) -> dict[str, Any]:
+    episode = dataset.episode(episode_id)
+    data: dict[str, Any] = {'kind': 'episode', 'dataset': str(dataset.root), **episode.to_dict(),
+                            'duration_s': episode.duration_s}
+    if dataset.bag_files(episode_id):
+        with BagReader(dataset.bag_dir(episode_id)) as reader:
+            data['bag'] = bag_summary(reader)
+    else:
+        data['bag'] = None
+    return data
+
+
+def describe_dataset(dataset: Dataset) -> dict[str, Any]:
+    rows = dataset.list()
+    return {
+        'kind': 'dataset',
+        'path': str(dataset.root),
+        'name': dataset.name,
+        'schema_version': dataset.info.get('schema_version'),
+        'created_by': dataset.info.get('created_by'),
+        'robot': ((dataset.info.get('robot_profile') or {}).get('content') or {}).get('robot', {}).get('name'),
+        'episodes': len(rows),
+        'outcomes': dict(Counter(r.outcome for r in rows)),
+        'statuses': dict(Counter(r.status for r in rows)),
+        'tasks': dict(Counter(r.task for r in rows)),
+        'duration_s': round(sum(r.duration_s or 0.0 for r in rows), 3),
+        'message_count': sum(r.message_count for r in rows),
+        'size_bytes': sum(r.size_bytes for r in rows),
+        'episode_list': [
+            {'id': r.id, 'task': r.task, 'operator': r.operator, 'mode': r.mode, 'outcome': r.outcome,
+             'status': r.status, 'duration_s': r.duration_s, 'messages': r.message_count, 'size_bytes': r.size_bytes}
+            for r in rows
+        ],
+    }
+
+
+def _print_bag(bag: dict[str, Any] | None, episode: dict[str, Any] | None) -> None:
+    if episode is not None:
+        stdout.print(f'[bold]Episode[/] {episode["id"]}  task={episode["task"] or "-"}  operator='
+                     f'{episode["operator"] or "-"}  mode={episode["mode"]}  outcome={episode["outcome"]}  '
+                     f'status={episode["status"]}')
+        if bag is None:
+            stdout.print('  no bag')
+            return
+    assert bag is not None
+    stdout.print(f'[bold]Bag[/] {bag["path"]}  ({bag["storage"]}, {", ".join(bag["files"])})')
+    stdout.print(f'  duration {bag["duration_s"]:.3f} s   messages {bag["message_count"]}   '
+                 f'size {human_bytes(bag["size_bytes"])}   ros_distro {bag["ros_distro"] or "-"}')
+    for note in bag['notes']:
+        stdout.print(f'  [yellow]note:[/] {note}')
+    table = Table(box=None, pad_edge=False)
+    for column in ('topic', 'type', 'count', 'rate Hz'):
+        table.add_column(column, justify='right' if column in ('count', 'rate Hz') else 'left')
+    for t in bag['topics']:
+        rate = '-' if t['rate_hz'] is None else f'{t["rate_hz"]:.1f}'
+        table.add_row(t['topic'] + (' (latched)' if t['latched'] else ''), t['type'], str(t['count']), rate)
+    stdout.print(table)
+
+
+def _print_dataset(data: dict[str, Any]) -> None:
+    stdout.print(f'[bold]Dataset[/] {data["name"]} at {data["path"]}  robot={data["robot"] or "-"}')
+    stdout.print(f'  {data["episodes"]} episodes, {data["duration_s"]:.1f} s, {data["message_count"]} messages, '
+                 f'{human_bytes(data["size_bytes"])}')
+    for key in ('outcomes', 'statuses', 'tasks'):
+        if data[key]:
+            stdout.print(f'  {key}: ' + ', '.join(f'{k or "-"} {v}' for k, v in sorted(data[key].items())))
+    if data['episode_list']:
+        table = Table(box=None, pad_edge=False)
+        for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'duration s', 'messages'):
+            table.add_column(column)
+        for e in data['episode_list']:
+            duration = '-' if e['duration_s'] is None else f'{e["duration_s"]:.1f}'
+            table.add_row(e['id'], e['task'], e['operator'], e['mode'], e['outcome'], e['status'], duration,
+                          str(e['messages']))
+        stdout.print(table)

@@ -1,0 +1,44 @@
+"""`robodata`: the command line. Works with or without ROS installed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ros_robodata import __version__
+from ros_robodata.cli import dataset_cmds, info, profile_cmd, repair
+from ros_robodata.errors import RobodataError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='robodata',
+        description='Record, check and curate robot demonstrations as rosbag2 episodes.',
+    )
+    parser.add_argument('--version', action='version', version=f'ros_robodata {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
+    info.add_parser(sub)
+    dataset_cmds.add_parsers(sub)
+    repair.add_parser(sub)
+    profile_cmd.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except RobodataError as err:
+        print(f'robodata {args.command}: error: {err}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f'robodata {args.command}: interrupted', file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,6 @@
+"""The on-disk dataset: episodes, their bags, the catalog and the audit log."""
+
+from ros_robodata.dataset.dataset import Dataset, Problem, is_dataset
+from ros_robodata.dataset.episode import MODES, OUTCOMES, STATUSES, Episode
+
+__all__ = ['MODES', 'OUTCOMES', 'STATUSES', 'Dataset', 'Episode', 'Problem', 'is_dataset']

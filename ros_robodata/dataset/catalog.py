@@ -1,0 +1,160 @@
+"""catalog.sqlite: one row per episode, for listing and querying thousands of episodes fast.
+
+SQLite in WAL mode survives a crash mid-write. The rows are an index over each episode's
+episode.yaml (and later its scores); `Dataset.rebuild_catalog()` recreates them from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.dataset.episode import Episode
+from ros_robodata.errors import DatasetError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    id            TEXT PRIMARY KEY,
+    task          TEXT NOT NULL DEFAULT '',
+    operator      TEXT NOT NULL DEFAULT '',
+    mode          TEXT NOT NULL DEFAULT 'teleop',
+    robot         TEXT NOT NULL DEFAULT '',
+    outcome       TEXT NOT NULL DEFAULT 'unknown',
+    status        TEXT NOT NULL DEFAULT 'recording',
+    start_ns      INTEGER,
+    stop_ns       INTEGER,
+    duration_s    REAL,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    size_bytes    INTEGER NOT NULL DEFAULT 0,
+    score         REAL,
+    scores        TEXT NOT NULL DEFAULT '{}',
+    bag_sha256    TEXT NOT NULL DEFAULT '{}',
+    updated_ns    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS episodes_task ON episodes (task);
+CREATE INDEX IF NOT EXISTS episodes_status ON episodes (status);
+"""
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    """One episode as the catalog lists it."""
+
+    id: str
+    task: str
+    operator: str
+    mode: str
+    robot: str
+    outcome: str
+    status: str
+    start_ns: int | None
+    stop_ns: int | None
+    duration_s: float | None
+    message_count: int
+    size_bytes: int
+    score: float | None
+    scores: dict[str, Any]
+    bag_sha256: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Catalog:
+    """The dataset's index. Connections are short-lived so several processes can share it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0)
+        except sqlite3.Error as err:
+            raise DatasetError(f'{self.path}: cannot open catalog: {err}') from None
+        try:
+            conn.execute('PRAGMA journal_mode=WAL')
+            conn.execute('PRAGMA synchronous=FULL')
+            with conn:
+                yield conn
+        except sqlite3.DatabaseError as err:
+            raise DatasetError(f'{self.path}: catalog error: {err}') from None
+        finally:
+            conn.close()
+
+    def create(self) -> None:
+        with self._connect() as conn:
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                'INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)', ('schema_version', str(SCHEMA_VERSION))
+            )
+
+    def check(self) -> None:
+        """Fail clearly on a catalog that is not ours or is from a newer version."""
+        if not self.path.is_file():
+            raise DatasetError(f'{self.path}: catalog missing (run `robodata catalog rebuild`)')
+        with self._connect() as conn:
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            except sqlite3.OperationalError:
+                row = None
+        if row is None:
+            raise DatasetError(f'{self.path}: not a ros_robodata catalog (no schema_version)')
+        if int(row[0]) > SCHEMA_VERSION:
+            msg = f'{self.path}: catalog schema {row[0]} is newer than this ros_robodata ({SCHEMA_VERSION})'
+            raise DatasetError(msg)
+
+    def upsert(self, episode: Episode, *, message_count: int = 0, size_bytes: int = 0) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                """INSERT INTO episodes (id, task, operator, mode, robot, outcome, status, start_ns, stop_ns,
+                       duration_s, message_count, size_bytes, bag_sha256, updated_ns)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (id) DO UPDATE SET task=excluded.task, operator=excluded.operator,
+                       mode=excluded.mode, robot=excluded.robot, outcome=excluded.outcome,
+                       status=excluded.status, start_ns=excluded.start_ns, stop_ns=excluded.stop_ns,
+                       duration_s=excluded.duration_s, message_count=excluded.message_count,
+                       size_bytes=excluded.size_bytes, bag_sha256=excluded.bag_sha256,
+                       updated_ns=excluded.updated_ns""",
+                (
+                    episode.id, episode.task, episode.operator, episode.mode, episode.robot, episode.outcome,
+                    episode.status, episode.start_ns, episode.stop_ns, episode.duration_s, message_count,
+                    size_bytes, json.dumps(episode.bag_sha256, sort_keys=True), time.time_ns(),
+                ),
+            )
+
+    def set_scores(self, episode_id: str, score: float | None, scores: dict[str, Any]) -> None:
+        with self._connect() as conn:
+            cur = conn.execute(
+                'UPDATE episodes SET score = ?, scores = ?, updated_ns = ? WHERE id = ?',
+                (score, json.dumps(scores, sort_keys=True), time.time_ns(), episode_id),
+            )
+            if cur.rowcount == 0:
+                raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
+
+    def get(self, episode_id: str) -> CatalogRow | None:
+        rows = self.query('id = ?', (episode_id,))
+        return rows[0] if rows else None
+
+    def query(self, where: str = '', params: tuple[Any, ...] = ()) -> list[CatalogRow]:
+        sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
+              'message_count, size_bytes, score, scores, bag_sha256 FROM episodes'
+        if where:
+            sql += f' WHERE {where}'
+        sql += ' ORDER BY id'
+        with self._connect() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14])) for row in rows]
+
+    def delete(self, episode_id: str) -> None:
+        with self._connect() as conn:
+            conn.execute('DELETE FROM episodes WHERE id = ?', (episode_id,))

@@ -1,0 +1,271 @@
+"""A dataset on disk: dataset.yaml, catalog.sqlite, audit.jsonl and one folder per episode.
+
+    DATASET/
+      dataset.yaml            schema version, name, robot profile snapshot, created_by
+      catalog.sqlite          one row per episode (WAL)
+      audit.jsonl             who changed what, when
+      episodes/<id>/bag/      the rosbag2 bag, never rewritten
+      episodes/<id>/episode.yaml
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ros_robodata import __version__
+from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
+from ros_robodata.dataset.episode import OUTCOMES, STATUSES, Episode, check_episode_id, read_episode, write_episode
+from ros_robodata.errors import DatasetError
+
+DATASET_FILE = 'dataset.yaml'
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something `verify` found wrong with an episode."""
+
+    episode: str
+    what: str
+
+    def __str__(self) -> str:
+        return f'{self.episode}: {self.what}'
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with path.open('rb') as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def is_dataset(path: Path) -> bool:
+    return (Path(path) / DATASET_FILE).is_file()
+
+
+class Dataset:
+    """Open with Dataset.open(path) or make one with Dataset.create(path, ...)."""
+
+    def __init__(self, root: Path, info: dict[str, Any]) -> None:
+        self.root = root
+        self.info = info
+        self.catalog = Catalog(root / 'catalog.sqlite')
+        self.audit_path = root / 'audit.jsonl'
+        self.episodes_dir = root / 'episodes'
+
+    # -- creating and opening -------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | Path, *, name: str | None = None, profile: Any = None) -> Dataset:
+        """Make a new, empty dataset; refuses a folder that already holds one."""
+        root = Path(path)
+        if is_dataset(root):
+            raise DatasetError(f'{root}: a dataset exists here already')
+        if root.exists() and any(root.iterdir()):
+            raise DatasetError(f'{root}: folder is not empty and is not a dataset')
+        info = {
+            'schema_version': SCHEMA_VERSION,
+            'name': name or root.resolve().name,
+            'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+            'created_by': f'ros_robodata {__version__}',
+            'robot_profile': None if profile is None else {
+                'source': str(getattr(profile, 'source', '')),
+                'sha256': profile.sha256,
+                'content': profile.to_dict(),
+            },
+        }
+        (root / 'episodes').mkdir(parents=True, exist_ok=True)
+        dataset = cls(root, info)
+        dataset.catalog.create()
+        tmp = root / (DATASET_FILE + '.tmp')
+        tmp.write_text(yaml.safe_dump(info, sort_keys=False), encoding='utf-8')
+        os.replace(tmp, root / DATASET_FILE)  # written last: a dataset.yaml means the layout is whole
+        append_audit(dataset.audit_path, 'create_dataset', None, name=info['name'])
+        return dataset
+
+    @classmethod
+    def open(cls, path: str | Path) -> Dataset:
+        root = Path(path)
+        file = root / DATASET_FILE
+        if not file.is_file():
+            raise DatasetError(f'{root}: not a dataset (no {DATASET_FILE})')
+        try:
+            info = yaml.safe_load(file.read_text(encoding='utf-8'))
+        except (OSError, yaml.YAMLError) as err:
+            raise DatasetError(f'{file}: unreadable: {err}') from None
+        if not isinstance(info, dict) or 'schema_version' not in info:
+            raise DatasetError(f'{file}: not a ros_robodata dataset description (no schema_version)')
+        if int(info['schema_version']) > SCHEMA_VERSION:
+            raise DatasetError(f'{file}: schema {info["schema_version"]} is newer than this ros_robodata')
+        dataset = cls(root, info)
+        if not dataset.catalog.path.exists():
+            dataset.catalog.create()
+            dataset.rebuild_catalog()
+        dataset.catalog.check()
+        return dataset
+
+    @classmethod
+    def open_or_create(cls, path: str | Path, *, profile: Any = None) -> Dataset:
+        return cls.open(path) if is_dataset(Path(path)) else cls.create(path, profile=profile)
+
+    @property
+    def name(self) -> str:
+        return str(self.info.get('name', self.root.name))
+
+    # -- episodes -------------------------------------------------------------------------------
+
+    def episode_dir(self, episode_id: str) -> Path:
+        return self.episodes_dir / check_episode_id(episode_id)
+
+    def bag_dir(self, episode_id: str) -> Path:
+        return self.episode_dir(episode_id) / 'bag'
+
+    def new_episode_id(self, now: float | None = None) -> str:
+        """A readable, sortable id (UTC start time); reserves its folder so two recorders never share one."""
+        stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime(time.time() if now is None else now))
+        self.episodes_dir.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):
+            candidate = stamp if n == 1 else f'{stamp}-{n}'
+            try:
+                (self.episodes_dir / candidate).mkdir()
+            except FileExistsError:
+                continue
+            return candidate
+        raise DatasetError(f'{self.episodes_dir}: cannot allocate an episode id for {stamp}')
+
+    def add_episode(self, episode: Episode, who: str | None = None) -> Episode:
+        """Register a new episode (its folder may already hold the bag)."""
+        self.episode_dir(episode.id).mkdir(parents=True, exist_ok=True)
+        if (self.episode_dir(episode.id) / 'episode.yaml').exists():
+            raise DatasetError(f'{self.root}: episode {episode.id} exists already')
+        self.save_episode(episode)
+        append_audit(self.audit_path, 'create_episode', episode.id, who, task=episode.task,
+                     operator=episode.operator, mode=episode.mode)
+        return episode
+
+    def save_episode(self, episode: Episode) -> None:
+        """Write episode.yaml and refresh its catalog row (no audit entry: see set_outcome/set_status)."""
+        write_episode(self.episode_dir(episode.id) / 'episode.yaml', episode)
+        self.catalog.upsert(episode, **self._bag_stats(episode))
+
+    def episode(self, episode_id: str) -> Episode:
+        path = self.episode_dir(episode_id) / 'episode.yaml'
+        if not path.parent.is_dir():
+            raise DatasetError(f'{self.root}: no episode {episode_id}')
+        return read_episode(path)
+
+    def episode_ids(self) -> list[str]:
+        """Every episode folder with an episode.yaml, sorted."""
+        if not self.episodes_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.episodes_dir.iterdir() if (p / 'episode.yaml').is_file())
+
+    def list(
+        self, *, task: str | None = None, status: str | None = None, outcome: str | None = None
+    ) -> list[CatalogRow]:
+        clauses, params = [], []
+        for column, value in (('task', task), ('status', status), ('outcome', outcome)):
+            if value is not None:
+                clauses.append(f'{column} = ?')
+                params.append(value)
+        return self.catalog.query(' AND '.join(clauses), tuple(params))
+
+    def set_outcome(self, episode_id: str, outcome: str, who: str | None = None, reason: str = '') -> Episode:
+        if outcome not in OUTCOMES:
+            raise DatasetError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
+        return self._change(episode_id, 'outcome', outcome, who, reason)
+
+    def set_status(self, episode_id: str, status: str, who: str | None = None, reason: str = '') -> Episode:
+        if status not in STATUSES:
+            raise DatasetError(f'status {status!r} is not one of {", ".join(STATUSES)}')
+        return self._change(episode_id, 'status', status, who, reason)
+
+    def _change(self, episode_id: str, field: str, value: str, who: str | None, reason: str) -> Episode:
+        episode = self.episode(episode_id)
+        old = getattr(episode, field)
+        setattr(episode, field, value)
+        self.save_episode(episode)
+        append_audit(self.audit_path, f'set_{field}', episode_id, who, old=old, new=value, reason=reason)
+        return episode
+
+    # -- integrity ------------------------------------------------------------------------------
+
+    def bag_files(self, episode_id: str) -> list[Path]:
+        bag = self.bag_dir(episode_id)
+        if not bag.is_dir():
+            return []
+        return sorted(p for p in bag.iterdir() if p.is_file())
+
+    def record_checksums(self, episode_id: str, who: str | None = None) -> Episode:
+        """Fingerprint the bag's files now, so later corruption or edits are detectable."""
+        episode = self.episode(episode_id)
+        episode.bag_sha256 = {p.name: file_sha256(p) for p in self.bag_files(episode_id)}
+        self.save_episode(episode)
+        append_audit(self.audit_path, 'record_checksums', episode_id, who, files=sorted(episode.bag_sha256))
+        return episode
+
+    def verify(self, progress: Callable[[Iterable[str]], Iterable[str]] | None = None) -> list[Problem]:
+        """Check every episode's files against its recorded sha256 and the catalog against the files."""
+        problems: list[Problem] = []
+        on_disk = self.episode_ids()
+        listed = {row.id: row for row in self.catalog.query()}
+        for episode_id in sorted(set(listed) - set(on_disk)):
+            problems.append(Problem(episode_id, 'in the catalog but its folder or episode.yaml is missing'))
+        ids = progress(on_disk) if progress else on_disk
+        for episode_id in ids:
+            try:
+                episode = self.episode(episode_id)
+            except DatasetError as err:
+                problems.append(Problem(episode_id, str(err)))
+                continue
+            row = listed.get(episode_id)
+            if row is None:
+                problems.append(Problem(episode_id, 'not in the catalog (run `robodata catalog rebuild`)'))
+            elif (row.outcome, row.status) != (episode.outcome, episode.status):
+                problems.append(Problem(episode_id, f'catalog says {row.outcome}/{row.status}, episode.yaml says '
+                                                    f'{episode.outcome}/{episode.status}'))
+            problems.extend(self._verify_bag(episode))
+        return problems
+
+    def _verify_bag(self, episode: Episode) -> list[Problem]:
+        files = {p.name: p for p in self.bag_files(episode.id)}
+        if not files:
+            return [Problem(episode.id, 'no bag')]
+        if episode.status == 'recording':
+            return []  # still being written: nothing to compare yet
+        if not episode.bag_sha256:
+            return [Problem(episode.id, 'no checksums recorded for its bag')]
+        problems = []
+        for name, expected in sorted(episode.bag_sha256.items()):
+            if name not in files:
+                problems.append(Problem(episode.id, f'bag file {name} is missing'))
+            elif file_sha256(files[name]) != expected:
+                problems.append(Problem(episode.id, f'bag file {name} changed since it was recorded (sha256 mismatch)'))
+        for name in sorted(set(files) - set(episode.bag_sha256)):
+            problems.append(Problem(episode.id, f'bag file {name} is not in the recorded checksums'))
+        return problems
+
+    def rebuild_catalog(self) -> int:
+        """Recreate every catalog row from the episode.yaml files; returns how many."""
+        ids = self.episode_ids()
+        for row in self.catalog.query():
+            if row.id not in ids:
+                self.catalog.delete(row.id)
+        for episode_id in ids:
+            episode = self.episode(episode_id)
+            self.catalog.upsert(episode, **self._bag_stats(episode))
+        return len(ids)
+
+    def _bag_stats(self, episode: Episode) -> dict[str, int]:
+        files = self.bag_files(episode.id)
+        count = sum(int(t.get('count', 0)) for t in episode.topics.values())
+        return {'message_count': count, 'size_bytes': sum(p.stat().st_size for p in files)}

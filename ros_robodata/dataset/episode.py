@@ -1,0 +1,106 @@
+"""One episode's description: episode.yaml beside its bag.
+
+episode.yaml is the episode's own record and travels with it (copy an episode folder and you copy
+what it is); the catalog is an index over these files and can be rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ros_robodata.errors import DatasetError
+
+OUTCOMES = ('success', 'failure', 'recovery', 'unknown')
+MODES = ('teleop', 'kinesthetic')
+# recording: bag open; complete: closed normally; interrupted: closed by Ctrl-C/SIGTERM;
+# incomplete: closed by an error (disk full) or recovered by `robodata repair`;
+# discarded: the operator threw it away (kept on disk); approved / rejected: a reviewer's verdict.
+STATUSES = ('recording', 'complete', 'interrupted', 'incomplete', 'discarded', 'approved', 'rejected')
+
+_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
+
+
+def check_episode_id(episode_id: str) -> str:
+    """Episode ids become folder names: letters, digits, '_', '-', '.', never a path."""
+    if not isinstance(episode_id, str) or not _ID.match(episode_id) or '..' in episode_id:
+        msg = f'invalid episode id {episode_id!r}: use letters, digits, "_", "-", "." (not starting with "." or "-")'
+        raise DatasetError(msg)
+    return episode_id
+
+
+@dataclass
+class Episode:
+    """What a reviewer or a training pipeline needs to know about one episode."""
+
+    id: str
+    task: str = ''
+    operator: str = ''
+    mode: str = 'teleop'
+    robot: str = ''
+    outcome: str = 'unknown'
+    status: str = 'recording'
+    start_ns: int | None = None
+    stop_ns: int | None = None
+    profile_sha256: str = ''
+    notes: str = ''
+    topics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    loss: dict[str, Any] = field(default_factory=dict)
+    bag_sha256: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_episode_id(self.id)
+        _check_choice('outcome', self.outcome, OUTCOMES)
+        _check_choice('mode', self.mode, MODES)
+        _check_choice('status', self.status, STATUSES)
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.start_ns is None or self.stop_ns is None:
+            return None
+        return (self.stop_ns - self.start_ns) / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = '<dict>') -> Episode:
+        if not isinstance(data, dict):
+            raise DatasetError(f'{source}: expected a mapping of episode fields')
+        known = {f.name for f in fields(cls)}
+        if unknown := sorted(set(data) - known):
+            raise DatasetError(f'{source}: unknown key(s) {", ".join(unknown)}')
+        try:
+            return cls(**data)
+        except (TypeError, DatasetError) as err:
+            raise DatasetError(f'{source}: {err}') from None
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise DatasetError(f'{name} {value!r} is not one of {", ".join(allowed)}')
+
+
+def read_episode(path: Path) -> Episode:
+    try:
+        data = yaml.safe_load(path.read_text(encoding='utf-8'))
+    except FileNotFoundError:
+        raise DatasetError(f'{path}: missing (not an episode folder?)') from None
+    except (OSError, yaml.YAMLError) as err:
+        raise DatasetError(f'{path}: unreadable: {err}') from None
+    return Episode.from_dict(data, str(path))
+
+
+def write_episode(path: Path, episode: Episode) -> None:
+    """Atomic: a crash leaves the previous episode.yaml or the new one, never half of one."""
+    tmp = path.with_name(path.name + '.tmp')
+    with tmp.open('w', encoding='utf-8') as f:
+        yaml.safe_dump(episode.to_dict(), f, sort_keys=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
