@@ -1,0 +1,60 @@
+# ros_robodata: `make demo` and `make test` set up everything they need on first use:
+#   .venv (Python 3.11, pinned ROS 2 Jazzy wheels and every dependency, requirements.txt)
+#   the CMake path repair of those wheels, inside .venv (tools/repair_ros_wheels.py)
+#   colcon build of the interfaces into install/, and the venv hook that sees it (tools/venv_hook.py)
+#   an editable install of ros_robodata with the `robodata` command
+# A second run with nothing changed does nothing but the job itself.
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+COLCON_SOURCES := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv scripts/* launch/* config/*)
+
+STAMP_VENV := $(VENV)/.robodata-requirements
+STAMP_EDITABLE := $(VENV)/.robodata-editable
+STAMP_COLCON := install/.robodata-colcon
+
+.PHONY: demo test setup lint clean distclean
+
+setup: $(STAMP_VENV) $(STAMP_COLCON) $(STAMP_EDITABLE)
+
+# Until the simulated cell lands (issue 4): validate its profile, make a dataset, describe it.
+DEMO_DATASET ?= robodata_demo
+demo: setup
+	$(VENV)/bin/robodata profile config/sim_cell.yaml
+	@test -f $(DEMO_DATASET)/dataset.yaml || $(VENV)/bin/robodata init $(DEMO_DATASET) --profile config/sim_cell.yaml
+	$(VENV)/bin/robodata info $(DEMO_DATASET)
+
+test: setup
+	$(VENV)/bin/ruff check ros_robodata test bench tools
+	$(PY) -m pytest -q test
+
+lint: setup
+	$(VENV)/bin/ruff check ros_robodata test bench tools
+
+$(STAMP_VENV): requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.txt
+	$(PY) tools/repair_ros_wheels.py
+	@touch $@
+
+$(STAMP_EDITABLE): $(STAMP_VENV) pyproject.toml setup.py
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	@touch $@
+
+$(STAMP_COLCON): $(STAMP_VENV) $(COLCON_SOURCES)
+	@mkdir -p build
+	env AMENT_PREFIX_PATH=$(CURDIR)/$(VENV) CMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
+	  $(VENV)/bin/colcon --log-base build/log build --base-paths . --build-base build/colcon --install-base install \
+	  --merge-install --event-handlers console_cohesion- summary- --cmake-args -DBUILD_TESTING=OFF \
+	  -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -Wno-dev > build/colcon.log 2>&1 || { tail -n 40 build/colcon.log; exit 1; }
+	$(PY) tools/venv_hook.py install
+	@touch $@
+
+clean:
+	rm -rf build install
+
+distclean: clean
+	rm -rf $(VENV)
