@@ -8,7 +8,6 @@ import time
 
 import rclpy
 from rclpy.node import Node
-
 from ros_robodata.msg import SegmentEvent
 
 
