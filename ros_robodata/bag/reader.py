@@ -81,7 +81,7 @@ class BagReader:
     def _open_source(self, file: Path) -> _Source:
         try:
             return _RosbagsSource(file)
-        except (ReaderError, OSError, ValueError, KeyError, IndexError) as err:
+        except (ReaderError, OSError, ValueError, KeyError, IndexError, TypeError, struct.error) as err:
             if file.suffix != '.mcap':
                 raise BagError(f'{file}: not a readable {self.storage} bag: {err}') from None
             with file.open('rb') as f:

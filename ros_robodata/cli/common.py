@@ -49,7 +49,8 @@ def resolve(path_text: str) -> Target:
 
 def need(target: Target, *kinds: str) -> Target:
     if target.kind not in kinds:
-        raise RobodataError(f'{target.path}: is a {target.kind}; this command needs a {" or ".join(kinds)}')
+        wanted = ' or '.join(f'an {k}' if k[0] in 'aeiou' else f'a {k}' for k in kinds)
+        raise RobodataError(f'{target.path}: is a {target.kind}, not {wanted}')
     return target
 
 

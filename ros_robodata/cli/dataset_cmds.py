@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ros_robodata.cli.common import need, print_json, progress, resolve, stdout
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
+from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
 
@@ -80,8 +81,7 @@ def run_set(args: argparse.Namespace) -> int:
     target = need(resolve(args.episode), 'episode')
     assert target.dataset is not None and target.episode_id is not None
     if not args.outcome and not args.status:
-        stdout.print('nothing to change: give --outcome and/or --status')
-        return 2
+        raise RobodataError(f'{args.episode}: nothing to change: give --outcome and/or --status')
     if args.outcome:
         target.dataset.set_outcome(target.episode_id, args.outcome, args.who, args.reason)
     if args.status:
@@ -113,8 +113,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_catalog(args: argparse.Namespace) -> int:
-    target = need(resolve(args.path), 'dataset')
-    assert target.dataset is not None
-    count = target.dataset.rebuild_catalog()
+    dataset = Dataset.open(args.path, check_catalog=False)  # the catalog may be what is broken
+    count = dataset.rebuild_catalog()
     stdout.print(f'catalog rebuilt: {count} episode(s)')
     return 0

@@ -31,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RobodataError as err:
-        print(f'robodata {args.command}: error: {err}', file=sys.stderr)
+        # The contract is one line, whatever a library put into the message.
+        print(f'robodata {args.command}: error: {" ".join(str(err).split())}', file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f'robodata {args.command}: interrupted', file=sys.stderr)

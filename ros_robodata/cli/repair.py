@@ -65,9 +65,10 @@ def repair_episode(dataset: Dataset, episode_id: str) -> dict[str, Any]:
                 episode.start_ns = episode.start_ns or reader.start_ns
                 episode.stop_ns = reader.end_ns
             messages = reader.message_count
-        if episode.status == 'recording':
+        if episode.status == 'recording' or (needs_bag_repair and episode.status in ('complete', 'approved')):
+            why = 'the recorder did not close it' if episode.status == 'recording' else 'its bag was damaged'
+            actions.append(f'status {episode.status} -> incomplete ({why})')
             episode.status = 'incomplete'
-            actions.append('status recording -> incomplete (the recorder did not close it)')
         dataset.save_episode(episode)
         dataset.record_checksums(episode_id)
         actions.append('episode.yaml, catalog and checksums updated from the bag')

@@ -87,7 +87,8 @@ class Catalog:
             with conn:
                 yield conn
         except sqlite3.DatabaseError as err:
-            raise DatasetError(f'{self.path}: catalog error: {err}') from None
+            msg = f'{self.path}: catalog error: {err} (`robodata catalog rebuild` recreates it from the episodes)'
+            raise DatasetError(msg) from None
         finally:
             conn.close()
 
@@ -154,6 +155,18 @@ class Catalog:
         with self._connect() as conn:
             rows = conn.execute(sql, params).fetchall()
         return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14])) for row in rows]
+
+    def set_aside(self) -> Path | None:
+        """Move an unreadable catalog (and its WAL files) out of the way, keeping it for inspection."""
+        if not self.path.exists():
+            return None
+        kept = self.path.with_name(f'{self.path.name}.corrupt-{time.strftime("%Y%m%d-%H%M%S")}')
+        for suffix in ('-wal', '-shm'):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                side.rename(kept.with_name(kept.name + suffix))
+        self.path.rename(kept)
+        return kept
 
     def delete(self, episode_id: str) -> None:
         with self._connect() as conn:

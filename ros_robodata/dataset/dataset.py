@@ -70,6 +70,8 @@ class Dataset:
         root = Path(path)
         if is_dataset(root):
             raise DatasetError(f'{root}: a dataset exists here already')
+        if root.exists() and not root.is_dir():
+            raise DatasetError(f'{root}: exists and is not a folder')
         if root.exists() and any(root.iterdir()):
             raise DatasetError(f'{root}: folder is not empty and is not a dataset')
         info = {
@@ -93,7 +95,8 @@ class Dataset:
         return dataset
 
     @classmethod
-    def open(cls, path: str | Path) -> Dataset:
+    def open(cls, path: str | Path, *, check_catalog: bool = True) -> Dataset:
+        """Open a dataset; check_catalog=False lets a broken catalog be rebuilt."""
         root = Path(path)
         file = root / DATASET_FILE
         if not file.is_file():
@@ -101,16 +104,21 @@ class Dataset:
         try:
             info = yaml.safe_load(file.read_text(encoding='utf-8'))
         except (OSError, yaml.YAMLError) as err:
-            raise DatasetError(f'{file}: unreadable: {err}') from None
+            raise DatasetError(f'{file}: unreadable: {" ".join(str(err).split())}') from None
         if not isinstance(info, dict) or 'schema_version' not in info:
             raise DatasetError(f'{file}: not a ros_robodata dataset description (no schema_version)')
-        if int(info['schema_version']) > SCHEMA_VERSION:
+        try:
+            schema = int(info['schema_version'])
+        except (TypeError, ValueError):
+            raise DatasetError(f'{file}: schema_version must be an integer, got {info["schema_version"]!r}') from None
+        if schema > SCHEMA_VERSION:
             raise DatasetError(f'{file}: schema {info["schema_version"]} is newer than this ros_robodata')
         dataset = cls(root, info)
         if not dataset.catalog.path.exists():
             dataset.catalog.create()
             dataset.rebuild_catalog()
-        dataset.catalog.check()
+        if check_catalog:
+            dataset.catalog.check()
         return dataset
 
     @classmethod
@@ -255,9 +263,20 @@ class Dataset:
         return problems
 
     def rebuild_catalog(self) -> int:
-        """Recreate every catalog row from the episode.yaml files; returns how many."""
+        """Recreate every catalog row from the episode.yaml files; returns how many.
+
+        An unreadable catalog is moved aside (catalog.sqlite.corrupt-<time>) and made anew.
+        """
+        try:
+            self.catalog.check()
+            rows = self.catalog.query()
+        except DatasetError:
+            kept = self.catalog.set_aside()
+            self.catalog.create()
+            append_audit(self.audit_path, 'catalog_set_aside', None, kept=str(kept))
+            rows = []
         ids = self.episode_ids()
-        for row in self.catalog.query():
+        for row in rows:
             if row.id not in ids:
                 self.catalog.delete(row.id)
         for episode_id in ids:

@@ -23,12 +23,12 @@ MODES = ('teleop', 'kinesthetic')
 # discarded: the operator threw it away (kept on disk); approved / rejected: a reviewer's verdict.
 STATUSES = ('recording', 'complete', 'interrupted', 'incomplete', 'discarded', 'approved', 'rejected')
 
-_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
+_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}')
 
 
 def check_episode_id(episode_id: str) -> str:
     """Episode ids become folder names: letters, digits, '_', '-', '.', never a path."""
-    if not isinstance(episode_id, str) or not _ID.match(episode_id) or '..' in episode_id:
+    if not isinstance(episode_id, str) or not _ID.fullmatch(episode_id) or '..' in episode_id:
         msg = f'invalid episode id {episode_id!r}: use letters, digits, "_", "-", "." (not starting with "." or "-")'
         raise DatasetError(msg)
     return episode_id
@@ -92,7 +92,7 @@ def read_episode(path: Path) -> Episode:
     except FileNotFoundError:
         raise DatasetError(f'{path}: missing (not an episode folder?)') from None
     except (OSError, yaml.YAMLError) as err:
-        raise DatasetError(f'{path}: unreadable: {err}') from None
+        raise DatasetError(f'{path}: unreadable: {" ".join(str(err).split())}') from None
     return Episode.from_dict(data, str(path))
 
 
