@@ -143,6 +143,12 @@ class BagWriter:
         self._writer.close()
         _stamp_distro(self.path / 'metadata.yaml')
 
+    def abort(self) -> None:
+        """Give up on a bag whose storage failed: release the file. What was flushed stays readable
+        (and `robodata repair` makes it whole); nothing more is written."""
+        self._open = False
+        self._writer.abort()
+
     def __enter__(self) -> BagWriter:
         return self.open()
 

@@ -45,8 +45,10 @@ class Episode:
     robot: str = ''
     outcome: str = 'unknown'
     status: str = 'recording'
-    start_ns: int | None = None
-    stop_ns: int | None = None
+    start_ns: int | None = None  # first message in the bag (pre-roll included)
+    stop_ns: int | None = None  # last message in the bag
+    marked_start_ns: int | None = None  # when the operator pressed start
+    marked_stop_ns: int | None = None  # when the operator pressed stop
     profile_sha256: str = ''
     notes: str = ''
     topics: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -8,6 +8,7 @@ import time
 
 import rclpy
 from rclpy.node import Node
+
 from ros_robodata.msg import SegmentEvent
 
 

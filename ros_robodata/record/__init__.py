@@ -1,0 +1,1 @@
+"""Recording episodes: what the recorder node does, without ROS (tested and reused offline)."""

@@ -1,0 +1,441 @@
+"""The episode recorder: one bag per episode, lossless, crash-safe, driven by the operator.
+
+ROS delivers raw CDR messages on the executor thread; `on_message` only queues them. One writer
+thread takes messages and operator commands from that single queue in arrival order, so an
+episode holds exactly the messages received between its start and its stop, and two episodes
+back to back share none. Between episodes messages go to the pre-roll. The writer flushes at least
+every `flush_interval_s`, so a SIGKILL loses at most that much; Ctrl-C/SIGTERM close the episode
+as `interrupted`; a storage error (disk full) closes it as `incomplete` and leaves earlier
+episodes untouched.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ros_robodata.bag.types import typestore
+from ros_robodata.bag.writer import BagWriter, qos_profile
+from ros_robodata.dataset import OUTCOMES, Dataset, Episode
+from ros_robodata.dataset.audit import append_audit
+from ros_robodata.errors import RobodataError
+from ros_robodata.record.cdr_stamp import starts_with_header
+from ros_robodata.record.preroll import PreRoll
+from ros_robodata.record.topic_stats import TopicStats
+
+_LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)
+_PERIODIC_S = 0.1
+
+
+class RecorderError(RobodataError):
+    """An operator command that cannot be done now (start while recording, stop while idle...)."""
+
+
+@dataclass(frozen=True)
+class RecorderSettings:
+    task: str = ''
+    operator: str = ''
+    mode: str = 'teleop'
+    robot: str = ''
+    profile_sha256: str = ''
+    storage: str = 'mcap'
+    compression: str = 'zstd'
+    pre_roll_s: float = 2.0
+    max_episode_s: float = 600.0
+    flush_interval_s: float = 1.0
+    delete_discarded: bool = False
+    queue_max_bytes: int = 1 << 30
+    preroll_max_bytes: int = 512 << 20
+
+    @classmethod
+    def from_profile(cls, profile: Any, **overrides: Any) -> RecorderSettings:
+        rec = profile.recording
+        base = cls(robot=profile.robot.name, profile_sha256=profile.sha256, storage=rec.storage,
+                   compression=rec.compression, pre_roll_s=rec.pre_roll_s, max_episode_s=rec.max_episode_s,
+                   flush_interval_s=rec.flush_interval_s)
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What just happened to an episode; the node publishes it as an EpisodeEvent."""
+
+    kind: str  # start | stop | outcome | discard
+    episode: Episode
+    t_ns: int
+    message: str = ''
+
+
+@dataclass
+class _Topic:
+    msgtype: str
+    latched: bool
+    expected_rate_hz: float | None
+    reliable: bool
+    stamped: bool
+
+
+class _Command:
+    __slots__ = ('args', 'fn', 'future')
+
+    def __init__(self, fn: Callable[..., Any] | None, args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+        self.future: Future[Any] = Future()
+
+
+class EpisodeRecorder:
+    """Use from any thread; everything that touches a bag runs on the writer thread."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        settings: RecorderSettings,
+        *,
+        clock_ns: Callable[[], int] = time.time_ns,
+        on_transition: Callable[[Transition], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.settings = settings
+        self._clock_ns = clock_ns
+        self._on_transition = on_transition or (lambda _t: None)
+        self._warn = on_warning or (lambda _m: None)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._enqueued_bytes = 0  # written only by producers (the executor thread)
+        self._taken_bytes = 0  # written only by the writer thread
+        self._dropped: dict[str, int] = {}  # producer side: messages refused because the queue was full
+        self._topics: dict[str, _Topic] = {}
+        self._latched: dict[str, list[tuple[int, bytes | memoryview]]] = {}
+        self._preroll = PreRoll(settings.pre_roll_s, settings.preroll_max_bytes)
+        self._bag: BagWriter | None = None
+        self._episode: Episode | None = None
+        self._stats: dict[str, TopicStats] = {}
+        self._dropped_at_start: dict[str, int] = {}
+        self._last_episode_id: str | None = None
+        self._next_flush = 0.0
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name='episode-writer', daemon=True)
+        self._thread.start()
+
+    # -- called from ROS threads ------------------------------------------------------------------
+
+    def add_topic(self, topic: str, msgtype: str, *, latched: bool = False, expected_rate_hz: float | None = None,
+                  reliable: bool = True) -> None:
+        """Declare a topic before its messages arrive (when its subscription is made)."""
+        self._call(self._add_topic, topic, msgtype, latched, expected_rate_hz, reliable)
+
+    def on_message(self, topic: str, data: bytes | memoryview, t_ns: int) -> None:
+        """A message as received (CDR bytes, receive time). Never blocks, never deserializes."""
+        if self._closed:
+            return
+        size = len(data)
+        if self._enqueued_bytes - self._taken_bytes + size > self.settings.queue_max_bytes:
+            self._dropped[topic] = self._dropped.get(topic, 0) + 1
+            return
+        self._enqueued_bytes += size
+        self._queue.put((topic, t_ns, data))
+
+    def note_lost(self, topic: str, count: int) -> None:
+        """DDS reported `count` samples of `topic` lost before they reached us."""
+        self._queue.put(_Command(self._note_lost, (topic, count)))
+
+    def start(self, task: str = '', operator: str = '', mode: str = '') -> Episode:
+        return self._call(self._start, task, operator, mode, self._clock_ns())
+
+    def stop(self, status: str = 'complete') -> Episode:
+        return self._call(self._stop, status, self._clock_ns(), '')
+
+    def discard(self) -> Episode:
+        return self._call(self._discard, self._clock_ns())
+
+    def set_outcome(self, outcome: str, notes: str = '') -> Episode:
+        return self._call(self._set_outcome, outcome, notes, self._clock_ns())
+
+    @property
+    def recording(self) -> Episode | None:
+        return self._episode
+
+    def status(self, timeout: float = 0.5) -> dict[str, Any] | None:
+        """Live figures for diagnostics (None if the writer is too busy to answer now)."""
+        try:
+            return self._call(self._status, timeout=timeout)
+        except FutureTimeout:
+            return None
+
+    def close(self, status: str = 'interrupted', timeout: float = 60.0) -> Episode | None:
+        """Stop the running episode (if any) with `status`, then end the writer thread."""
+        if self._closed:
+            return None
+        episode = None
+        if self._thread.is_alive():
+            try:
+                episode = self._call(self._close, status, self._clock_ns(), timeout=timeout)
+            finally:
+                self._closed = True
+                self._queue.put(_Command(None, ()))
+                self._thread.join(timeout)
+        self._closed = True
+        return episode
+
+    def _call(self, fn: Callable[..., Any], *args: Any, timeout: float = 60.0) -> Any:
+        if self._closed:
+            raise RecorderError('the recorder is shut down')
+        command = _Command(fn, args)
+        self._queue.put(command)
+        return command.future.result(timeout)
+
+    def _notify(self, transition: Transition) -> None:
+        """Tell the node; a failure to tell must never undo or block what was recorded."""
+        try:
+            self._on_transition(transition)
+        except Exception as err:
+            self._warn(f'could not announce episode {transition.episode.id} {transition.kind}: {err}')
+
+    # -- the writer thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        next_periodic = time.monotonic() + _PERIODIC_S
+        get = self._queue.get
+        while True:
+            try:
+                item = get(timeout=_PERIODIC_S)
+            except queue.Empty:
+                item = None
+            if type(item) is tuple:
+                self._on_message(*item)
+            elif item is not None:
+                if item.fn is None:
+                    return
+                try:
+                    item.future.set_result(item.fn(*item.args))
+                except BaseException as err:  # handed to the caller's thread
+                    item.future.set_exception(err)
+            now = time.monotonic()
+            if now >= next_periodic:
+                next_periodic = now + _PERIODIC_S
+                self._periodic(now)
+
+    def _add_topic(self, topic: str, msgtype: str, latched: bool, rate: float | None, reliable: bool) -> None:
+        if topic in self._topics:
+            return
+        self._topics[topic] = _Topic(msgtype, latched, rate, reliable, starts_with_header(msgtype, typestore()))
+        if self._bag is not None:
+            self._declare(topic)
+
+    def _declare(self, topic: str) -> None:
+        assert self._bag is not None
+        info = self._topics[topic]
+        self._bag.add_topic(topic, info.msgtype, qos=qos_profile(reliable=info.reliable, latched=info.latched))
+        self._stats[topic] = TopicStats(topic, info.msgtype, info.expected_rate_hz, info.stamped, info.latched)
+
+    def _on_message(self, topic: str, t_ns: int, data: bytes | memoryview) -> None:
+        self._taken_bytes += len(data)
+        info = self._topics.get(topic)
+        if info is None:
+            return
+        if info.latched:
+            kept = self._latched.setdefault(topic, [])
+            if all(bytes(d) != bytes(data) for _, d in kept):
+                kept.append((t_ns, data))
+                del kept[:-_LATCHED_KEEP]
+        if self._bag is None:
+            self._preroll.push(topic, t_ns, data)
+            return
+        self._write(topic, t_ns, data)
+
+    def _write(self, topic: str, t_ns: int, data: bytes | memoryview) -> None:
+        assert self._bag is not None
+        try:
+            self._bag.write(topic, t_ns, data)
+        except OSError as err:
+            self._storage_failed(err)
+            return
+        self._stats[topic].update(t_ns, data)
+
+    def _note_lost(self, topic: str, count: int) -> None:
+        if topic in self._stats and self._bag is not None:
+            self._stats[topic].lost_in_transport += count
+
+    def _start(self, task: str, operator: str, mode: str, t_ns: int) -> Episode:
+        if self._episode is not None:
+            raise RecorderError(f'episode {self._episode.id} is recording; stop it first')
+        s = self.settings
+        pre = self._preroll.take(t_ns - int(s.pre_roll_s * 1e9))
+        first_t = min([t_ns, *(item.t_ns for item in pre)])
+        episode = Episode(
+            id=self.dataset.new_episode_id(t_ns / 1e9), task=task or s.task, operator=operator or s.operator,
+            mode=mode or s.mode, robot=s.robot, status='recording', start_ns=first_t, marked_start_ns=t_ns,
+            profile_sha256=s.profile_sha256,
+        )
+        self.dataset.add_episode(episode, who=episode.operator or None)
+        custom = {'ros_robodata.episode_id': episode.id, 'ros_robodata.task': episode.task,
+                  'ros_robodata.mode': episode.mode}
+        self._bag = BagWriter(self.dataset.bag_dir(episode.id), storage=s.storage, compression=s.compression,
+                              custom_data=custom).open()
+        self._episode = episode
+        self._stats = {}
+        self._dropped_at_start = dict(self._dropped)
+        for topic in self._topics:
+            self._declare(topic)
+        for topic, kept in self._latched.items():  # the rig's fixed facts, at the top of every bag
+            for _, data in kept:
+                self._write(topic, first_t, data)
+        for item in pre:
+            if not self._topics[item.topic].latched:
+                self._write(item.topic, item.t_ns, item.data)
+        self._next_flush = time.monotonic() + s.flush_interval_s
+        self._notify(Transition('start', episode, t_ns, f'{len(pre)} pre-roll message(s)'))
+        return episode
+
+    def _finish(self, status: str, t_ns: int, message: str) -> Episode:
+        """Close the bag and write what is known about the episode; the bag is whole after this."""
+        episode, bag = self._episode, self._bag
+        assert episode is not None and bag is not None
+        self._bag = None
+        self._episode = None
+        try:
+            bag.close()
+        except OSError as err:
+            status = 'incomplete'
+            message = f'{message}; bag not finished: {err} (run `robodata repair`)'.lstrip('; ')
+        for topic, stats in self._stats.items():
+            stats.dropped_by_recorder = self._dropped.get(topic, 0) - self._dropped_at_start.get(topic, 0)
+        episode.status = status
+        episode.marked_stop_ns = t_ns
+        last = [s.last_t_ns for s in self._stats.values() if s.last_t_ns is not None]
+        episode.stop_ns = max(last) if last else t_ns
+        episode.topics = {topic: stats.summary() for topic, stats in self._stats.items()}
+        per_topic = {topic: stats.loss() for topic, stats in self._stats.items()}
+        episode.loss = {
+            'total_lost': sum(s.lost for s in self._stats.values()),
+            'missing_by_stamp': sum(s.missing_by_stamp for s in self._stats.values()),
+            'dropped_by_recorder': sum(s.dropped_by_recorder for s in self._stats.values()),
+            'lost_in_transport': sum(s.lost_in_transport for s in self._stats.values()),
+            'topics': per_topic,
+        }
+        if message:
+            episode.notes = f'{episode.notes}\n{message}'.strip()
+        self.dataset.save_episode(episode)
+        if status != 'incomplete':
+            episode = self.dataset.record_checksums(episode.id, who=episode.operator or None)
+        self._last_episode_id = episode.id
+        return episode
+
+    def _stop(self, status: str, t_ns: int, message: str) -> Episode:
+        if self._episode is None:
+            raise RecorderError('no episode is recording')
+        episode = self._finish(status, t_ns, message)
+        self._notify(Transition('stop', episode, t_ns, message))
+        return episode
+
+    def _discard(self, t_ns: int) -> Episode:
+        if self._episode is not None:
+            episode = self._finish('discarded', t_ns, 'discarded by the operator')
+        elif self._last_episode_id is not None:
+            episode = self.dataset.set_status(self._last_episode_id, 'discarded', self.settings.operator or None,
+                                              'discarded by the operator')
+        else:
+            raise RecorderError('nothing to discard: no episode recorded yet')
+        if self.settings.delete_discarded:
+            shutil.rmtree(self.dataset.episode_dir(episode.id))
+            self.dataset.catalog.delete(episode.id)
+            append_audit(self.dataset.audit_path, 'delete_episode', episode.id, self.settings.operator or None,
+                         reason='discarded (delete_discarded is set)')
+            self._last_episode_id = None
+        self._notify(Transition('discard', episode, t_ns))
+        return episode
+
+    def _set_outcome(self, outcome: str, notes: str, t_ns: int) -> Episode:
+        if outcome not in OUTCOMES:
+            raise RecorderError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
+        who = self.settings.operator or None
+        if self._episode is not None:
+            episode = self._episode
+            old, episode.outcome = episode.outcome, outcome
+            if notes:
+                episode.notes = f'{episode.notes}\n{notes}'.strip()
+            self.dataset.save_episode(episode)
+            append_audit(self.dataset.audit_path, 'set_outcome', episode.id, who, old=old, new=outcome, reason=notes)
+        elif self._last_episode_id is not None:
+            episode = self.dataset.set_outcome(self._last_episode_id, outcome, who, notes)
+            if notes:
+                episode.notes = f'{episode.notes}\n{notes}'.strip()
+                self.dataset.save_episode(episode)
+        else:
+            raise RecorderError('no episode to label yet')
+        self._notify(Transition('outcome', episode, t_ns))
+        return episode
+
+    def _status(self) -> dict[str, Any]:
+        episode = self._episode
+        topics = {}
+        for topic, stats in self._stats.items():
+            received, missing = stats.take_window()
+            topics[topic] = {'received': received, 'missing': missing, 'count': stats.count,
+                             'lost': stats.lost, 'expected_rate_hz': stats.expected_rate_hz,
+                             'last_t_ns': stats.last_t_ns, 'latched': stats.latched}
+        return {
+            'episode_id': episode.id if episode else None,
+            'elapsed_s': (self._clock_ns() - episode.marked_start_ns) / 1e9 if episode and episode.marked_start_ns
+            else None,
+            'queued_bytes': self._enqueued_bytes - self._taken_bytes,
+            'dropped_by_recorder': sum(self._dropped.values()),
+            'topics': topics,
+            'last_episode_id': self._last_episode_id,
+        }
+
+    def _close(self, status: str, t_ns: int) -> Episode | None:
+        if self._episode is None:
+            return None
+        return self._stop(status, t_ns, f'closed on shutdown ({status})')
+
+    def _periodic(self, now: float) -> None:
+        if self._bag is None or self._episode is None:
+            return
+        if now >= self._next_flush:
+            self._next_flush = now + self.settings.flush_interval_s
+            try:
+                self._bag.flush()
+            except OSError as err:
+                self._storage_failed(err)
+                return
+        start = self._episode.marked_start_ns or 0
+        t_ns = self._clock_ns()
+        if (t_ns - start) / 1e9 >= self.settings.max_episode_s:
+            message = f'auto-stopped after max_episode_s={self.settings.max_episode_s:g} s'
+            self._warn(f'episode {self._episode.id} {message}')
+            self._stop('complete', t_ns, message)
+
+    def _storage_failed(self, err: OSError) -> None:
+        """Disk full or gone: keep what is on disk, close the episode as incomplete, tell the operator."""
+        episode, bag = self._episode, self._bag
+        assert episode is not None and bag is not None
+        self._bag = None
+        self._episode = None
+        text = f'storage error while recording episode {episode.id}: {err.strerror or err}; closed as incomplete'
+        self._warn(text + ' (data flushed before the error is kept; run `robodata repair` on it)')
+        for closer in (bag.close, bag.abort):
+            try:
+                closer()
+                break
+            except Exception:  # the disk may refuse even the index; what was flushed stays readable
+                continue
+        episode.status = 'incomplete'
+        episode.notes = f'{episode.notes}\n{text}'.strip()
+        t_ns = self._clock_ns()
+        episode.marked_stop_ns = t_ns
+        episode.topics = {topic: stats.summary() for topic, stats in self._stats.items()}
+        try:
+            self.dataset.save_episode(episode)
+        except OSError as save_err:
+            self._warn(f'could not update episode.yaml of {episode.id}: {save_err}')
+        self._last_episode_id = episode.id
+        self._notify(Transition('stop', episode, t_ns, text))

@@ -1,0 +1,222 @@
+"""The episode recorder without ROS: exactly which messages land in which episode, and what is reported."""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+
+import pytest
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.profile import load_profile
+from ros_robodata.record.recorder import EpisodeRecorder, RecorderError, RecorderSettings
+
+PROFILE = load_profile('config/sim_cell.yaml')
+
+
+class FakeClock:
+    """Receive time under the test's control (the node passes ROS time the same way)."""
+
+    def __init__(self, t_ns: int = 1_000_000_000_000) -> None:
+        self.t_ns = t_ns
+
+    def __call__(self) -> int:
+        return self.t_ns
+
+
+def cdr_header_msg(stamp_ns: int, seq: int) -> bytes:
+    """A std_msgs/String-like CDR payload whose first bytes are a header stamp (JointState layout)."""
+    sec, nsec = divmod(stamp_ns, 1_000_000_000)
+    return b'\x00\x01\x00\x00' + struct.pack('<iI', sec, nsec) + struct.pack('<I', 4) + b'seq' + bytes([seq % 256])
+
+
+def recorder(tmp_path, clock=None, **overrides) -> EpisodeRecorder:
+    dataset = Dataset.create(tmp_path / 'ds', profile=PROFILE)
+    settings = RecorderSettings.from_profile(PROFILE, task='pick', operator='ana', **overrides)
+    rec = EpisodeRecorder(dataset, settings, clock_ns=clock or time.time_ns)
+    return rec
+
+
+def string_msg(text: str) -> bytes:
+    data = text.encode() + b'\x00'
+    return b'\x00\x01\x00\x00' + struct.pack('<I', len(data)) + data
+
+
+def bag_strings(dataset: Dataset, episode_id: str, topic: str) -> list[str]:
+    with BagReader(dataset.bag_dir(episode_id)) as bag:
+        return [msg.data for _, msg in bag.read([topic])]
+
+
+def test_pre_roll_keeps_the_seconds_before_start_and_nothing_older(tmp_path):
+    clock = FakeClock()
+    rec = recorder(tmp_path, clock, pre_roll_s=2.0)
+    try:
+        rec.add_topic('/chatter', 'std_msgs/msg/String')
+        t0 = clock.t_ns
+        for i in range(50):  # one message every 100 ms for 5 s before the key press
+            rec.on_message('/chatter', string_msg(f'before {i}'), t0 + i * 100_000_000)
+        clock.t_ns = t0 + 49 * 100_000_000 + 50_000_000
+        episode = rec.start()
+        rec.on_message('/chatter', string_msg('during'), clock.t_ns + 1)
+        rec.stop()
+        got = bag_strings(rec.dataset, episode.id, '/chatter')
+    finally:
+        rec.close()
+    # 2 s before the press at 4.95 s: messages at 2.95 .. 4.9 s (i = 30 .. 49)
+    assert got == [f'before {i}' for i in range(30, 50)] + ['during']
+    saved = rec.dataset.episode(episode.id)
+    assert saved.start_ns == t0 + 30 * 100_000_000 and saved.marked_start_ns == clock.t_ns
+
+
+def test_back_to_back_episodes_share_no_message_and_lose_none(tmp_path):
+    rec = recorder(tmp_path, pre_roll_s=0.0)
+    rec.add_topic('/chatter', 'std_msgs/msg/String')
+    sent: list[str] = []
+    running = threading.Event()
+    running.set()
+
+    def publish():
+        i = 0
+        while running.is_set():
+            text = f'm{i}'
+            rec.on_message('/chatter', string_msg(text), time.time_ns())
+            sent.append(text)
+            i += 1
+            if i % 50 == 0:
+                time.sleep(0.001)
+
+    thread = threading.Thread(target=publish)
+    thread.start()
+    episodes = []
+    try:
+        for _ in range(3):
+            time.sleep(0.05)
+            episodes.append(rec.start().id)
+            time.sleep(0.1)
+            rec.stop()
+    finally:
+        running.clear()
+        thread.join()
+        rec.close()
+    per_episode = [bag_strings(rec.dataset, e, '/chatter') for e in episodes]
+    seen = [text for texts in per_episode for text in texts]
+    assert all(per_episode), 'every episode got messages'
+    assert len(seen) == len(set(seen)), 'no message in two episodes'
+    for texts in per_episode:  # each episode is one unbroken run of the stream: nothing lost inside
+        first, last = int(texts[0][1:]), int(texts[-1][1:])
+        assert texts == [f'm{i}' for i in range(first, last + 1)]
+
+
+def test_latched_topic_is_repeated_into_every_episode(tmp_path):
+    rec = recorder(tmp_path)
+    try:
+        rec.add_topic('/robot_description', 'std_msgs/msg/String', latched=True)
+        rec.add_topic('/chatter', 'std_msgs/msg/String')
+        rec.on_message('/robot_description', string_msg('<robot/>'), time.time_ns())
+        ids = []
+        for n in range(2):
+            ids.append(rec.start().id)
+            rec.on_message('/chatter', string_msg(f'x{n}'), time.time_ns())
+            rec.stop()
+    finally:
+        rec.close()
+    for episode_id in ids:
+        assert bag_strings(rec.dataset, episode_id, '/robot_description') == ['<robot/>']
+        with BagReader(rec.dataset.bag_dir(episode_id)) as bag:
+            assert bag.topics['/robot_description'].latched
+            first = next(iter(bag.messages()))
+            assert first.topic == '/robot_description'  # the rig's fixed facts come first
+
+
+def test_outcome_discard_and_commands_that_make_no_sense(tmp_path):
+    rec = recorder(tmp_path)
+    try:
+        with pytest.raises(RecorderError, match='no episode is recording'):
+            rec.stop()
+        with pytest.raises(RecorderError, match='nothing to discard'):
+            rec.discard()
+        first = rec.start()
+        with pytest.raises(RecorderError, match='is recording; stop it first'):
+            rec.start()
+        assert rec.set_outcome('failure').outcome == 'failure'  # during the episode
+        rec.stop()
+        assert rec.set_outcome('recovery', 'regrasped after slip').outcome == 'recovery'  # the last one
+        with pytest.raises(RecorderError, match='not one of'):
+            rec.set_outcome('great')
+        second = rec.start()
+        rec.discard()
+    finally:
+        rec.close()
+    ds = rec.dataset
+    one, two = ds.episode(first.id), ds.episode(second.id)
+    assert (one.outcome, one.status) == ('recovery', 'complete') and 'regrasped' in one.notes
+    assert two.status == 'discarded' and ds.bag_files(second.id), 'discarded episodes stay on disk'
+    assert ds.verify() == []
+    actions = [(e['action'], e.get('new')) for e in __import__('ros_robodata.dataset.audit', fromlist=['x'])
+               .read_audit(ds.audit_path)]
+    assert ('set_outcome', 'failure') in actions and ('set_outcome', 'recovery') in actions
+
+
+def test_delete_discarded_removes_the_episode(tmp_path):
+    rec = recorder(tmp_path, delete_discarded=True)
+    try:
+        kept = rec.start().id
+        rec.stop()
+        rec.start()
+        rec.discard()
+    finally:
+        rec.close()
+    assert rec.dataset.episode_ids() == [kept]
+    assert [row.id for row in rec.dataset.list()] == [kept]
+
+
+def test_max_episode_duration_auto_stops_with_a_warning(tmp_path):
+    warnings: list[str] = []
+    dataset = Dataset.create(tmp_path / 'ds', profile=PROFILE)
+    rec = EpisodeRecorder(dataset, RecorderSettings.from_profile(PROFILE, max_episode_s=0.3),
+                          on_warning=warnings.append)
+    try:
+        episode = rec.start()
+        time.sleep(0.8)
+        assert rec.recording is None
+    finally:
+        rec.close()
+    saved = dataset.episode(episode.id)
+    assert saved.status == 'complete' and 'auto-stopped' in saved.notes
+    assert any('auto-stopped after max_episode_s=0.3' in w for w in warnings)
+
+
+def test_loss_is_counted_from_header_stamp_gaps(tmp_path):
+    rec = recorder(tmp_path, pre_roll_s=0.0)
+    try:
+        rec.add_topic('/joint_states', 'sensor_msgs/msg/JointState', expected_rate_hz=100.0)
+        episode = rec.start()
+        t = time.time_ns()
+        period = 10_000_000
+        seqs = [s for s in range(200) if not (50 <= s < 57) and s != 120]  # 7 + 1 samples never arrive
+        for s in seqs:
+            rec.on_message('/joint_states', cdr_header_msg(t + s * period, s), t + s * period + 1_000_000)
+        rec.stop()
+    finally:
+        rec.close()
+    saved = rec.dataset.episode(episode.id)
+    assert saved.loss['topics']['/joint_states']['missing_by_stamp'] == 8
+    assert saved.loss['topics']['/joint_states']['gaps'] == 2
+    assert saved.loss['total_lost'] == 8
+    assert saved.topics['/joint_states']['count'] == len(seqs)
+    assert saved.loss['topics']['/joint_states']['latency_ms_mean'] == pytest.approx(1.0, abs=0.01)
+
+
+def test_close_while_recording_marks_the_episode_interrupted(tmp_path):
+    rec = recorder(tmp_path)
+    rec.add_topic('/chatter', 'std_msgs/msg/String')
+    episode = rec.start()
+    rec.on_message('/chatter', string_msg('hello'), time.time_ns())
+    closed = rec.close('interrupted')
+    assert closed is not None and closed.id == episode.id
+    saved = rec.dataset.episode(episode.id)
+    assert saved.status == 'interrupted'
+    assert bag_strings(rec.dataset, episode.id, '/chatter') == ['hello']
+    assert rec.dataset.verify() == []
