@@ -624,7 +624,7 @@ def test_profile_lists_its_topics(capsys, sim_cell_profile_path):
     for role, spec in declared:
         assert rows[spec.topic][0] == role
         assert rows[spec.topic][2] == spec.type
-    assert rows['/tf_static'][-1] == 'latched'
+    assert rows['/robot_description'][-1] == 'latched'
     assert rows['/joint_states'][3] == '500'
 
 

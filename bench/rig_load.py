@@ -1,0 +1,165 @@
+"""Publish a realistic teleop-rig load from a separate process, for recorder tests and benchmarks.
+
+Streams (names as in config/sim_cell.yaml): joint states, wrist wrench, gripper, operator
+commands, N cameras (rgb8), one LiDAR (PointCloud2), a latched /robot_description. Header stamps
+lie on a perfect grid (start + seq * period), so every sample that never reached the bag is
+countable. At the end it prints one JSON line: messages published per topic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import sys
+import time
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import TwistStamped, WrenchStamped
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
+from std_msgs.msg import String
+
+ARM_JOINTS = [f'joint{i}' for i in range(1, 7)]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument('--seconds', type=float, default=20.0, help='how long to publish')
+    p.add_argument('--warmup', type=float, default=1.5, help='seconds to wait for subscribers before publishing')
+    p.add_argument('--cameras', type=int, default=3, help='number of 640x480 rgb8 cameras at --camera-hz')
+    p.add_argument('--camera-hz', type=float, default=30.0)
+    p.add_argument('--width', type=int, default=640)
+    p.add_argument('--height', type=int, default=480)
+    p.add_argument('--joint-hz', type=float, default=500.0)
+    p.add_argument('--wrench-hz', type=float, default=500.0)
+    p.add_argument('--gripper-hz', type=float, default=100.0)
+    p.add_argument('--command-hz', type=float, default=100.0)
+    p.add_argument('--lidar-hz', type=float, default=10.0)
+    p.add_argument('--lidar-points', type=int, default=30000)
+    p.add_argument('--scale', type=float, default=1.0, help='multiply every rate (saturation runs)')
+    p.add_argument('--best-effort', action='store_true', help='publish sensor streams best effort')
+    p.add_argument('--gap', action='append', default=[],
+                   help='TOPIC:START_S:END_S: skip publishing TOPIC in that window (loss injection)')
+    return p.parse_args(argv)
+
+
+def camera_names(n: int) -> list[str]:
+    return ['wrist', 'scene', 'side', 'top', 'left', 'right'][:n] + [f'cam{i}' for i in range(6, n)]
+
+
+def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(seq, stamp_ns) -> msg)
+    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT if args.best_effort
+                     else ReliabilityPolicy.RELIABLE)
+    streams = []
+
+    def stamped(msg, stamp_ns, frame):
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+        msg.header.frame_id = frame
+        return msg
+
+    js = JointState(name=ARM_JOINTS, velocity=[0.0] * 6, effort=[0.0] * 6)
+
+    def joint(seq, ns):
+        js.position = [0.3 * np.sin(seq / 500 + k) for k in range(6)]
+        return stamped(js, ns, 'base_link')
+
+    wr = WrenchStamped()
+
+    def wrench(seq, ns):
+        wr.wrench.force.z = -9.81 + 0.1 * np.sin(seq / 50)
+        return stamped(wr, ns, 'wrist_ft')
+
+    gr = JointState(name=['finger_joint'], position=[0.04], velocity=[0.0], effort=[0.0])
+
+    def gripper(seq, ns):
+        gr.position = [0.02 + 0.02 * np.cos(seq / 200)]
+        return stamped(gr, ns, 'gripper')
+
+    tw = TwistStamped()
+
+    def command(seq, ns):
+        tw.twist.linear.x = 0.05 * np.sin(seq / 100)
+        return stamped(tw, ns, 'base_link')
+
+    streams += [
+        ('/joint_states', args.joint_hz, node.create_publisher(JointState, '/joint_states', qos), joint),
+        ('/wrist/wrench', args.wrench_hz, node.create_publisher(WrenchStamped, '/wrist/wrench', qos), wrench),
+        ('/gripper/joint_states', args.gripper_hz, node.create_publisher(JointState, '/gripper/joint_states', qos),
+         gripper),
+        ('/teleop/command', args.command_hz, node.create_publisher(TwistStamped, '/teleop/command', qos), command),
+    ]
+    rng = np.random.default_rng(7)
+    for name in camera_names(args.cameras):
+        frames = [rng.integers(0, 255, args.height * args.width * 3, dtype=np.uint8).tobytes() for _ in range(4)]
+        img = Image(height=args.height, width=args.width, encoding='rgb8', step=args.width * 3)
+
+        def camera(seq, ns, img=img, frames=frames, name=name):
+            img.data = frames[seq % len(frames)]
+            return stamped(img, ns, f'{name}_camera')
+
+        topic = f'/camera/{name}/image_raw'
+        streams.append((topic, args.camera_hz, node.create_publisher(Image, topic, qos), camera))
+    if args.lidar_points:
+        fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                  for i, n in enumerate(('x', 'y', 'z', 'intensity'))]
+        points = rng.normal(size=(args.lidar_points, 4)).astype(np.float32).tobytes()
+        cloud = PointCloud2(height=1, width=args.lidar_points, fields=fields, is_bigendian=False, point_step=16,
+                            row_step=16 * args.lidar_points, is_dense=True)
+        cloud.data = points
+
+        def lidar(seq, ns):
+            return stamped(cloud, ns, 'lidar')
+
+        streams.append(('/lidar/points', args.lidar_hz, node.create_publisher(PointCloud2, '/lidar/points', qos),
+                        lidar))
+    return streams
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rclpy.init()
+    node = rclpy.create_node('rig_load')
+    latched = node.create_publisher(String, '/robot_description', QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    latched.publish(String(data='<robot name="sim_cell_arm"/>'))
+    streams = build_streams(node, args)
+    gaps = []
+    for spec in args.gap:
+        topic, start, end = spec.rsplit(':', 2)
+        gaps.append((topic, float(start), float(end)))
+    time.sleep(args.warmup)
+    published = {topic: 0 for topic, *_ in streams}
+    t0 = time.monotonic()
+    stamp0 = time.time_ns()
+    heap = [(0.0, i, 0) for i in range(len(streams))]
+    heapq.heapify(heap)
+    end = args.seconds
+    try:
+        while heap:
+            due, i, seq = heapq.heappop(heap)
+            if due >= end:
+                continue
+            delay = t0 + due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            topic, rate, pub, make = streams[i]
+            rate *= args.scale
+            period = 1.0 / rate
+            if not any(t == topic and s <= due < e for t, s, e in gaps):
+                pub.publish(make(seq, stamp0 + int(seq * period * 1e9)))
+                published[topic] += 1
+            heapq.heappush(heap, (due + period, i, seq + 1))
+    except KeyboardInterrupt:
+        pass
+    elapsed = time.monotonic() - t0
+    time.sleep(0.5)
+    print(json.dumps({'published': published, 'seconds': round(elapsed, 3)}), flush=True)
+    node.destroy_node()
+    rclpy.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""Node `recorder`: one rosbag2 per episode from the robot profile's topics, driven by services.
+
+Subscriptions are raw (CDR bytes as received, never deserialized) with QoS matched to each
+publisher; all the logic lives in ros_robodata.record.recorder.EpisodeRecorder.
+
+Services: ~/start_episode (ros_robodata/srv/StartEpisode), ~/stop_episode, ~/discard_episode
+(std_srvs/srv/Trigger), ~/set_outcome (ros_robodata/srv/SetOutcome).
+Topics: /robodata/episode_events (EpisodeEvent, one per transition), /diagnostics.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
+
+from ros_robodata.dataset import Dataset
+from ros_robodata.errors import RobodataError
+from ros_robodata.msg import EpisodeEvent
+from ros_robodata.nodes.common import clock_of, declare, run_node
+from ros_robodata.profile import load_profile
+from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
+from ros_robodata.srv import SetOutcome, StartEpisode
+
+EVENTS_TOPIC = '/robodata/episode_events'
+_EVENT_KINDS = {'start': EpisodeEvent.START, 'stop': EpisodeEvent.STOP, 'outcome': EpisodeEvent.OUTCOME,
+                'discard': EpisodeEvent.DISCARD}
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ''
+
+
+class RecorderNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('recorder', **kwargs)
+        profile_path = declare(self, 'profile', '', 'Robot profile YAML: the topics to record and how (required)')
+        dataset_path = declare(self, 'dataset', '', 'Dataset folder; created if absent (required)')
+        task = declare(self, 'task', '', 'Default task name of new episodes, e.g. pick_place_cube', read_only=False)
+        operator = declare(self, 'operator', _login(), 'Default operator of new episodes', read_only=False)
+        mode = declare(self, 'mode', 'teleop', 'Default demonstration mode: teleop | kinesthetic', read_only=False)
+        delete_discarded = declare(self, 'delete_discarded', False,
+                                   'Delete a discarded episode from disk instead of keeping it marked discarded')
+        self._discovery_period = declare(self, 'discovery_period_s', 0.5,
+                                         'How often to look for publishers of topics not yet subscribed')
+        diagnostics_period = declare(self, 'diagnostics_period_s', 1.0, 'Period of /diagnostics updates')
+        if not profile_path or not dataset_path:
+            raise RobodataError('parameters `profile` and `dataset` are required')
+        self.profile = load_profile(profile_path)
+        dataset = Dataset.open_or_create(dataset_path, profile=self.profile)
+        settings = RecorderSettings.from_profile(self.profile, task=task, operator=operator, mode=mode,
+                                                 delete_discarded=delete_discarded)
+        self._clock_ns = clock_of(self)
+        self.recorder = EpisodeRecorder(dataset, settings, clock_ns=self._clock_ns,
+                                        on_transition=self._publish_transition, on_warning=self._warn)
+        latched_events = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                                    durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._events = self.create_publisher(EpisodeEvent, EVENTS_TOPIC, latched_events)
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._pending = dict((spec.topic, spec) for _, spec in self.profile.all_topics())
+        self._recorded: dict[str, Any] = {}
+        self._unrecordable: list[str] = []
+        self._subscribe_what_we_can()
+        if self._pending:
+            self._discovery = self.create_timer(self._discovery_period, self._subscribe_what_we_can)
+        self.create_service(StartEpisode, '~/start_episode', self._on_start)
+        self.create_service(Trigger, '~/stop_episode', self._on_stop)
+        self.create_service(Trigger, '~/discard_episode', self._on_discard)
+        self.create_service(SetOutcome, '~/set_outcome', self._on_set_outcome)
+        self.create_timer(diagnostics_period, self._publish_diagnostics)
+        self.get_logger().info(
+            f'recording {len(self._pending) + len(self._recorded)} topic(s) of {self.profile.robot.name} '
+            f'into {dataset.root}; waiting for ~/start_episode')
+
+    # -- subscriptions ----------------------------------------------------------------------------
+
+    def _qos_for(self, spec: Any) -> QoSProfile | None:
+        """The QoS that matches the topic's publishers, as rosbag2 chooses it; None = no publisher yet."""
+        depth = max(100, int(2 * (spec.rate_hz or 0)))
+        if spec.latched:
+            return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+        if spec.qos in ('reliable', 'best_effort'):
+            reliability = ReliabilityPolicy.RELIABLE if spec.qos == 'reliable' else ReliabilityPolicy.BEST_EFFORT
+            return QoSProfile(depth=depth, reliability=reliability)
+        publishers = self.get_publishers_info_by_topic(spec.topic)
+        if not publishers:
+            return None
+        reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
+        durable = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
+        return QoSProfile(
+            depth=depth,
+            reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL if durable else DurabilityPolicy.VOLATILE,
+        )
+
+    def _subscribe_what_we_can(self) -> None:
+        for topic, spec in list(self._pending.items()):
+            qos = self._qos_for(spec)
+            if qos is None:
+                continue
+            msgclass = _message_class(spec.type)
+            if msgclass is None:
+                del self._pending[topic]
+                self._unrecordable.append(topic)
+                self.get_logger().error(f'cannot record {topic}: message type {spec.type} is not installed in '
+                                        'this ROS environment (rclpy needs the generated type)')
+                continue
+            reliable = qos.reliability == ReliabilityPolicy.RELIABLE
+            self.recorder.add_topic(topic, spec.type, latched=spec.latched, expected_rate_hz=spec.rate_hz,
+                                    reliable=reliable)
+            events = SubscriptionEventCallbacks(
+                message_lost=lambda info, t=topic: self.recorder.note_lost(t, info.total_count_change))
+            self._recorded[topic] = self.create_subscription(
+                msgclass, topic, self._receiver(topic), qos, raw=True, event_callbacks=events)
+            del self._pending[topic]
+            durable = qos.durability == DurabilityPolicy.TRANSIENT_LOCAL
+            self.get_logger().info(f'subscribed {topic} ({spec.type}, {"reliable" if reliable else "best effort"}'
+                                   f'{", transient local" if durable else ""})')
+        if not self._pending and hasattr(self, '_discovery'):
+            self._discovery.cancel()
+
+    def _receiver(self, topic: str) -> Any:
+        on_message, clock = self.recorder.on_message, self._clock_ns
+
+        def receive(data: bytes) -> None:
+            on_message(topic, data, clock())
+
+        return receive
+
+    # -- services ---------------------------------------------------------------------------------
+
+    def _on_start(self, request: StartEpisode.Request, response: StartEpisode.Response) -> StartEpisode.Response:
+        try:
+            episode = self.recorder.start(request.task, request.operator_name, request.mode)
+        except RobodataError as err:
+            response.success, response.message = False, str(err)
+            return response
+        if self._pending:
+            response.message = f'not yet publishing: {", ".join(sorted(self._pending))}'
+        response.success, response.episode_id = True, episode.id
+        return response
+
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        return self._trigger(response, lambda: self.recorder.stop())
+
+    def _on_discard(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        return self._trigger(response, self.recorder.discard)
+
+    def _trigger(self, response: Trigger.Response, action: Any) -> Trigger.Response:
+        try:
+            episode = action()
+        except RobodataError as err:
+            response.success, response.message = False, str(err)
+            return response
+        response.success, response.message = True, f'{episode.id} {episode.status}'
+        return response
+
+    def _on_set_outcome(self, request: SetOutcome.Request, response: SetOutcome.Response) -> SetOutcome.Response:
+        try:
+            episode = self.recorder.set_outcome(request.outcome, request.notes)
+        except RobodataError as err:
+            response.success, response.message = False, str(err)
+            return response
+        response.success, response.episode_id = True, episode.id
+        response.message = f'{episode.id} outcome {episode.outcome}'
+        return response
+
+    # -- what the operator sees -------------------------------------------------------------------
+
+    def _publish_transition(self, transition: Transition) -> None:
+        episode = transition.episode
+        msg = EpisodeEvent(event=_EVENT_KINDS[transition.kind], episode_id=episode.id, task=episode.task,
+                           operator_name=episode.operator, mode=episode.mode, outcome=episode.outcome,
+                           status=episode.status)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(transition.t_ns, 1_000_000_000)
+        if self.context.ok():  # on Ctrl-C the episode is closed after ROS has shut down
+            self._events.publish(msg)
+        text = f'episode {episode.id} {transition.kind}: status {episode.status}, outcome {episode.outcome}'
+        self.get_logger().info(f'{text}{"; " + transition.message if transition.message else ""}')
+
+    def _warn(self, message: str) -> None:
+        """Called from the writer thread: log and publish the warning as it is (asking the writer for
+        its status from its own thread would wait on itself)."""
+        self.get_logger().warning(message)
+        if self.context.ok():
+            array = DiagnosticArray()
+            array.header.stamp = self.get_clock().now().to_msg()
+            array.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name='robodata recorder',
+                                                 message=message, hardware_id=self.profile.robot.name))
+            self._diagnostics.publish(array)
+
+    def _publish_diagnostics(self) -> None:
+        status = self.recorder.status()
+        if status is None or not self.context.ok():
+            return
+        array = DiagnosticArray()
+        array.header.stamp = self.get_clock().now().to_msg()
+        head = DiagnosticStatus(name='robodata recorder', hardware_id=self.profile.robot.name)
+        head.level, head.message = DiagnosticStatus.OK, 'idle'
+        if status['episode_id']:
+            head.message = f'recording {status["episode_id"]} ({status["elapsed_s"]:.0f} s)'
+        if status['dropped_by_recorder']:
+            head.level = DiagnosticStatus.WARN
+            head.message += f'; {status["dropped_by_recorder"]} message(s) dropped (writer behind)'
+        head.values = [KeyValue(key='episode_id', value=str(status['episode_id'] or '')),
+                       KeyValue(key='queued_bytes', value=str(status['queued_bytes'])),
+                       KeyValue(key='pending_topics', value=','.join(sorted(self._pending))),
+                       KeyValue(key='unrecordable_topics', value=','.join(self._unrecordable))]
+        if self._unrecordable and head.level == DiagnosticStatus.OK:
+            head.level = DiagnosticStatus.WARN
+            head.message += f'; not recordable here: {", ".join(self._unrecordable)}'
+        array.status.append(head)
+        now = self._clock_ns()
+        silent_after = self.profile.quality.silent_after_s
+        for topic, t in sorted(status['topics'].items()):
+            item = DiagnosticStatus(name=f'robodata recorder: {topic}', hardware_id=self.profile.robot.name)
+            item.level, item.message = DiagnosticStatus.OK, f'{t["received"]} received'
+            if t['missing']:
+                item.level, item.message = DiagnosticStatus.WARN, f'{t["missing"]} sample(s) lost in the last period'
+            if not t['latched'] and (t['last_t_ns'] is None or (now - t['last_t_ns']) / 1e9 > silent_after):
+                item.level, item.message = DiagnosticStatus.ERROR, f'silent for more than {silent_after:g} s'
+            item.values = [KeyValue(key='count', value=str(t['count'])), KeyValue(key='lost', value=str(t['lost']))]
+            array.status.append(item)
+        self._diagnostics.publish(array)
+
+
+def _message_class(msgtype: str) -> Any:
+    """The generated Python class for `pkg/msg/Name` (rclpy needs it even for raw subscriptions), or None."""
+    package, _, name = msgtype.split('/')
+    try:
+        module = __import__(f'{package}.msg', fromlist=[name])
+        return getattr(module, name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _shutdown(node: RecorderNode, reason: str) -> None:
+    episode = node.recorder.close('interrupted')
+    if episode is not None:
+        print(f'recorder: episode {episode.id} closed as {episode.status} ({reason})', file=sys.stderr)
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(RecorderNode, args, on_shutdown=_shutdown)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

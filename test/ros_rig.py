@@ -1,0 +1,114 @@
+"""Real processes for ROS tests: the recorder node, a rig publishing at real rates, a service client.
+
+Every test gets its own DDS domain (and localhost-only discovery) so tests never hear each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / 'config' / 'sim_cell.yaml'
+
+
+def ros_env(domain: int) -> dict[str, str]:
+    return {**os.environ, 'ROS_DOMAIN_ID': str(domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+            'PYTHONUNBUFFERED': '1'}
+
+
+def new_domain() -> int:
+    return random.randint(1, 200)
+
+
+def start_recorder(domain: int, dataset: Path, *extra: str, log: Path | None = None) -> subprocess.Popen:
+    args = [sys.executable, '-m', 'ros_robodata.nodes.recorder', '--ros-args', '-p', f'profile:={PROFILE}',
+            '-p', f'dataset:={dataset}', '-p', 'task:=pick_cube', '-p', 'operator:=tester', *extra]
+    out = open(log, 'w') if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(args, env=ros_env(domain), stdout=out, stderr=subprocess.STDOUT)
+
+
+def start_rig(domain: int, seconds: float, *extra: str) -> subprocess.Popen:
+    args = [sys.executable, str(ROOT / 'bench' / 'rig_load.py'), '--seconds', str(seconds), '--warmup', '0.5',
+            '--cameras', '1', '--width', '160', '--height', '120', '--lidar-points', '2000', *extra]
+    return subprocess.Popen(args, env=ros_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def rig_published(rig: subprocess.Popen, timeout: float = 60) -> dict[str, int]:
+    out, err = rig.communicate(timeout=timeout)
+    assert rig.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])['published']
+
+
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 20) -> int:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class Client:
+    """Calls the recorder's services and hears its episode events, from the test process."""
+
+    def __init__(self, domain: int) -> None:
+        os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node('test_client', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.events: list[Any] = []
+        from ros_robodata.msg import EpisodeEvent
+
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.node.create_subscription(EpisodeEvent, '/robodata/episode_events', self.events.append, qos)
+        self._clients: dict[str, Any] = {}
+
+    def call(self, srv_type: Any, name: str, request: Any = None, timeout: float = 20.0) -> Any:
+        client = self._clients.get(name) or self.node.create_client(srv_type, name)
+        self._clients[name] = client
+        deadline = time.monotonic() + timeout
+        while not client.service_is_ready():
+            assert time.monotonic() < deadline, f'service {name} never appeared'
+            self.executor.spin_once(timeout_sec=0.1)
+        future = client.call_async(request if request is not None else srv_type.Request())
+        while not future.done():
+            assert time.monotonic() < deadline, f'no reply from {name}'
+            self.executor.spin_once(timeout_sec=0.1)
+        return future.result()
+
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+@contextmanager
+def client(domain: int) -> Iterator[Client]:
+    c = Client(domain)
+    try:
+        yield c
+    finally:
+        c.close()

@@ -1,0 +1,131 @@
+"""The recorder node on real DDS: services, episode events, Ctrl-C and SIGKILL mid-episode."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from std_srvs.srv import Trigger
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.srv import SetOutcome, StartEpisode
+from test.ros_rig import client, new_domain, rig_published, start_recorder, start_rig, stop_process
+
+RECORDED = {'/joint_states', '/wrist/wrench', '/gripper/joint_states', '/teleop/command', '/camera/wrist/image_raw',
+            '/lidar/points', '/robot_description'}
+
+
+def robodata(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_services_drive_episodes_and_every_topic_is_recorded(tmp_path):
+    domain = new_domain()
+    recorder = start_recorder(domain, tmp_path / 'ds', log=tmp_path / 'recorder.log')
+    rig = start_rig(domain, 9)
+    try:
+        with client(domain) as c:
+            c.call(Trigger, '/recorder/stop_episode')  # waits until the recorder is up
+            c.spin_for(2.5)  # rig streaming, recorder in pre-roll
+            started = c.call(StartEpisode, '/recorder/start_episode', StartEpisode.Request(mode='kinesthetic'))
+            assert started.success, started.message
+            c.spin_for(2.0)
+            assert c.call(SetOutcome, '/recorder/set_outcome', SetOutcome.Request(outcome='success')).success
+            stopped = c.call(Trigger, '/recorder/stop_episode')
+            assert stopped.success and stopped.message == f'{started.episode_id} complete'
+            again = c.call(Trigger, '/recorder/stop_episode')
+            assert not again.success and 'no episode is recording' in again.message
+            second = c.call(StartEpisode, '/recorder/start_episode')
+            c.spin_for(1.0)
+            assert c.call(Trigger, '/recorder/discard_episode').success
+            c.spin_for(1.0)
+            events = [(e.event, e.episode_id, e.status, e.outcome) for e in c.events]
+        published = rig_published(rig)
+    finally:
+        stop_process(rig)
+        assert stop_process(recorder) == 0
+    first, discarded = started.episode_id, second.episode_id
+    assert events == [(0, first, 'recording', 'unknown'), (2, first, 'recording', 'success'),
+                      (1, first, 'complete', 'success'), (0, discarded, 'recording', 'unknown'),
+                      (3, discarded, 'discarded', 'unknown')]
+    dataset = Dataset.open(tmp_path / 'ds')
+    episode = dataset.episode(first)
+    assert (episode.task, episode.operator, episode.mode) == ('pick_cube', 'tester', 'kinesthetic')
+    assert (episode.status, episode.outcome) == ('complete', 'success')
+    assert dataset.episode(discarded).status == 'discarded'
+    assert dataset.verify() == []
+    with BagReader(dataset.bag_dir(first)) as bag:
+        assert bag.complete
+        counts = {name: info.count for name, info in bag.topics.items() if info.count}
+        assert set(counts) == RECORDED
+        assert bag.start_ns < episode.marked_start_ns, 'the pre-roll is in the bag'
+    assert {t: v['count'] for t, v in episode.topics.items() if v['count']} == counts
+    for topic, count in counts.items():
+        assert count <= published.get(topic, 1)
+    # about 2 s of pre-roll + 2 s of episode at 500 Hz, and nothing lost on the way
+    assert 1500 < counts['/joint_states'] < 2300
+    assert episode.loss['total_lost'] == 0, episode.loss
+    # every recorded topic decodes in the independent mcap reader
+    mcap_file = next(dataset.bag_dir(first).glob('*.mcap'))
+    decoded: dict[str, int] = {}
+    with mcap_file.open('rb') as f:
+        for _, channel, _, message in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+            decoded[channel.topic] = decoded.get(channel.topic, 0) + 1
+            assert message is not None
+    assert decoded == counts
+
+
+def test_ctrl_c_mid_episode_closes_it_as_interrupted(tmp_path):
+    domain = new_domain()
+    recorder = start_recorder(domain, tmp_path / 'ds')
+    rig = start_rig(domain, 8)
+    try:
+        with client(domain) as c:
+            episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+            c.spin_for(1.5)
+        assert stop_process(recorder, signal.SIGINT) == 0
+    finally:
+        stop_process(rig)
+        stop_process(recorder, signal.SIGKILL)
+    dataset = Dataset.open(tmp_path / 'ds')
+    assert dataset.episode(episode_id).status == 'interrupted'
+    info = robodata('info', str(dataset.episode_dir(episode_id)), '--json')
+    assert info.returncode == 0 and '"complete": true' in info.stdout
+    assert robodata('verify', str(tmp_path / 'ds')).returncode == 0
+
+
+def test_sigkill_mid_episode_keeps_what_was_flushed_and_repair_recovers_it(tmp_path):
+    domain = new_domain()
+    recorder = start_recorder(domain, tmp_path / 'ds')
+    rig = start_rig(domain, 10)
+    try:
+        with client(domain) as c:
+            episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+            c.spin_for(3.0)  # flushes at least every second
+        recorder.kill()
+        recorder.wait(10)
+    finally:
+        stop_process(rig)
+    dataset = Dataset.open(tmp_path / 'ds')
+    episode_dir = dataset.episode_dir(episode_id)
+    assert dataset.episode(episode_id).status == 'recording'  # nobody closed it
+    info = robodata('info', str(episode_dir), '--json')
+    assert info.returncode == 0, info.stderr
+    assert '"complete": false' in info.stdout and 'truncated' in info.stdout
+    with BagReader(dataset.bag_dir(episode_id)) as bag:
+        readable = {name: t.count for name, t in bag.topics.items() if t.count}
+    assert readable.get('/joint_states', 0) > 500, 'at least a second of data survived the kill'
+    repaired = robodata('repair', str(episode_dir))
+    assert repaired.returncode == 0, repaired.stderr
+    assert 'recording -> incomplete' in repaired.stdout
+    episode = Dataset.open(tmp_path / 'ds').episode(episode_id)
+    assert episode.status == 'incomplete'
+    assert {t: v['count'] for t, v in episode.topics.items() if v['count']} == readable
+    with BagReader(dataset.bag_dir(episode_id)) as bag:
+        assert bag.complete
+    assert robodata('verify', str(tmp_path / 'ds')).returncode == 0
