@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from ros_robodata import __version__
-from ros_robodata.cli import dataset_cmds, info, profile_cmd, repair
+from ros_robodata.cli import dataset_cmds, info, launch_cmd, profile_cmd, repair
 from ros_robodata.errors import RobodataError
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset_cmds.add_parsers(sub)
     repair.add_parser(sub)
     profile_cmd.add_parser(sub)
+    launch_cmd.add_parser(sub)
     return parser
 
 
