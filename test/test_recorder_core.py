@@ -220,3 +220,63 @@ def test_close_while_recording_marks_the_episode_interrupted(tmp_path):
     assert saved.status == 'interrupted'
     assert bag_strings(rec.dataset, episode.id, '/chatter') == ['hello']
     assert rec.dataset.verify() == []
+
+
+DISK_FULL_SCRIPT = r'''
+import json, resource, signal, sys, time
+from ros_robodata.dataset import Dataset
+from ros_robodata.profile import load_profile
+from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings
+profile = load_profile('config/sim_cell.yaml')
+dataset = Dataset.create(sys.argv[1], profile=profile)
+warnings = []
+rec = EpisodeRecorder(dataset, RecorderSettings.from_profile(profile, compression='none', flush_interval_s=0.1,
+                                                                       pre_roll_s=0.0),
+                      on_warning=warnings.append)
+rec.add_topic('/camera/wrist/image_raw', 'sensor_msgs/msg/Image')
+blob = b'\x00\x01\x00\x00' + bytes(200_000)
+first = rec.start()
+for _ in range(5):
+    rec.on_message('/camera/wrist/image_raw', blob, time.time_ns())
+rec.stop()
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)          # a write past the limit fails like a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (3_000_000, 3_000_000))
+second = rec.start()
+for _ in range(60):                                    # 12 MB: the disk "fills" during the episode
+    rec.on_message('/camera/wrist/image_raw', blob, time.time_ns())
+    time.sleep(0.005)
+time.sleep(0.5)
+third = rec.start()                                    # the operator can go on with the next episode
+rec.stop()
+rec.close()
+print(json.dumps({'ids': [first.id, second.id, third.id], 'warnings': warnings}))
+'''
+
+
+def test_disk_full_closes_the_episode_incomplete_and_keeps_everything_before(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, '-c', DISK_FULL_SCRIPT, str(tmp_path / 'ds')], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    first, second, third = result['ids']
+    assert len(result['warnings']) == 1 and 'storage error' in result['warnings'][0]
+    dataset = Dataset.open(tmp_path / 'ds')
+    assert dataset.episode(first).status == 'complete'
+    failed = dataset.episode(second)
+    assert failed.status == 'incomplete' and 'storage error' in failed.notes
+    assert dataset.episode(third).status == 'complete'
+    problems = dataset.verify()
+    assert [p.episode for p in problems] == [second]  # only the failed one: no checksums for it
+    with BagReader(dataset.bag_dir(first)) as bag:
+        assert bag.complete and bag.message_count == 5
+    with BagReader(dataset.bag_dir(second)) as bag:  # what reached the disk is readable
+        assert 0 < bag.message_count < 60
+    from ros_robodata.cli.repair import repair_episode
+
+    report = repair_episode(dataset, second)
+    assert report['messages'] > 0
+    assert dataset.verify() == []

@@ -129,3 +129,32 @@ def test_sigkill_mid_episode_keeps_what_was_flushed_and_repair_recovers_it(tmp_p
     with BagReader(dataset.bag_dir(episode_id)) as bag:
         assert bag.complete
     assert robodata('verify', str(tmp_path / 'ds')).returncode == 0
+
+
+def test_robodata_record_runs_the_same_node_and_keeps_text_parameters_text(tmp_path):
+    from test.ros_rig import PROFILE, ros_env
+
+    domain = new_domain()
+    recorder = subprocess.Popen(
+        [sys.executable, '-m', 'ros_robodata.cli.main', 'record', '--profile', str(PROFILE), '--dataset',
+         str(tmp_path / 'ds'), '--task', '007', '--operator', 'ana', '--mode', 'kinesthetic'],
+        env=ros_env(domain), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with client(domain) as c:
+            episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+            assert c.call(Trigger, '/recorder/stop_episode').success
+        assert stop_process(recorder, signal.SIGINT) == 0
+    finally:
+        stop_process(recorder, signal.SIGKILL)
+    episode = Dataset.open(tmp_path / 'ds').episode(episode_id)
+    assert (episode.task, episode.operator, episode.mode, episode.status) == ('007', 'ana', 'kinesthetic', 'complete')
+
+
+def test_a_broken_profile_is_one_line_and_a_non_zero_exit(tmp_path):
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('robot: {name: x}\ntopics:\n'
+                   '  joint_states: {topic: /js, type: sensor_msgs/msg/JointState, rte_hz: 5}\n')
+    done = robodata('record', '--profile', str(bad), '--dataset', str(tmp_path / 'ds'))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and 'rte_hz' in lines[0] and 'Traceback' not in done.stderr
+    assert not (tmp_path / 'ds').exists()

@@ -7,7 +7,9 @@ SIGKILL, and a metadata.yaml that says which ROS distro the definitions come fro
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -74,6 +76,7 @@ class BagWriter:
             self._writer.set_custom_data(key, str(value))
         self._topics: dict[str, Connection] = {}
         self._open = False
+        self._syncing: threading.Thread | None = None
 
     def open(self) -> BagWriter:
         try:
@@ -132,14 +135,24 @@ class BagWriter:
         if self.storage == 'mcap':
             if storage.chunk.bio.tell():
                 storage.close_chunk()
-            storage.bio.flush()
-            os.fsync(storage.bio.fileno())
+            storage.bio.flush()  # now in the OS: survives the process being killed
+            self._sync_in_background(storage.bio.fileno())
+
+    def _sync_in_background(self, fd: int) -> None:
+        """fsync (survives power loss) off the writing thread: it can take long on a busy disk, and the
+        recorder must keep writing meanwhile. One at a time; a flush during a running sync skips it."""
+        if self._syncing is not None and self._syncing.is_alive():
+            return
+        self._syncing = threading.Thread(target=_fsync_quietly, args=(fd,), name='bag-fsync', daemon=True)
+        self._syncing.start()
 
     def close(self) -> None:
         """Finish the file (index, summary) and write metadata.yaml."""
         if not self._open:
             return
         self._open = False
+        if self._syncing is not None:
+            self._syncing.join()
         self._writer.close()
         _stamp_distro(self.path / 'metadata.yaml')
 
@@ -159,6 +172,11 @@ class BagWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _fsync_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):  # a failing disk shows up in the next write, where it is handled
+        os.fsync(fd)
 
 
 def _stamp_distro(metadata_path: Path) -> None:

@@ -17,8 +17,12 @@ from ros_robodata.errors import RobodataError
 
 def declare(node: Node, name: str, default: Any, description: str, *, read_only: bool = True) -> Any:
     """Declare a parameter with its description (shown by `ros2 param describe`) and return its value."""
-    descriptor = ParameterDescriptor(description=description, read_only=read_only)
-    return node.declare_parameter(name, default, descriptor).value
+    # A launch file cannot type a value: a task named 007 arrives as an integer. Text parameters
+    # accept any type and are read back as text.
+    text = isinstance(default, str)
+    descriptor = ParameterDescriptor(description=description, read_only=read_only, dynamic_typing=text)
+    value = node.declare_parameter(name, default, descriptor).value
+    return str(value) if text and value is not None else value
 
 
 def clock_of(node: Node) -> Callable[[], int]:

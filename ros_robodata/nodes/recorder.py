@@ -251,6 +251,9 @@ def _shutdown(node: RecorderNode, reason: str) -> None:
 
 
 def main(args: list[str] | None = None) -> int:
+    # Two threads share the GIL: the executor taking messages from DDS and the writer. With the
+    # default 5 ms switch interval every callback can wait that long while the writer works.
+    sys.setswitchinterval(0.0005)
     return run_node(RecorderNode, args, on_shutdown=_shutdown)
 
 

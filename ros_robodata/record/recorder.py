@@ -252,7 +252,8 @@ class EpisodeRecorder:
         self._write(topic, t_ns, data)
 
     def _write(self, topic: str, t_ns: int, data: bytes | memoryview) -> None:
-        assert self._bag is not None
+        if self._bag is None:  # the storage failed earlier in this batch
+            return
         try:
             self._bag.write(topic, t_ns, data)
         except OSError as err:
@@ -291,6 +292,8 @@ class EpisodeRecorder:
         for item in pre:
             if not self._topics[item.topic].latched:
                 self._write(item.topic, item.t_ns, item.data)
+        if self._episode is None:  # the storage failed while writing the pre-roll
+            raise RecorderError(f'episode {episode.id} could not be written: {self.dataset.episode(episode.id).notes}')
         self._next_flush = time.monotonic() + s.flush_interval_s
         self._notify(Transition('start', episode, t_ns, f'{len(pre)} pre-roll message(s)'))
         return episode
@@ -377,7 +380,7 @@ class EpisodeRecorder:
     def _status(self) -> dict[str, Any]:
         episode = self._episode
         topics = {}
-        for topic, stats in self._stats.items():
+        for topic, stats in (self._stats.items() if episode is not None else ()):  # per topic: only while recording
             received, missing = stats.take_window()
             topics[topic] = {'received': received, 'missing': missing, 'count': stats.count,
                              'lost': stats.lost, 'expected_rate_hz': stats.expected_rate_hz,
