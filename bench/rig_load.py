@@ -27,7 +27,8 @@ ARM_JOINTS = [f'joint{i}' for i in range(1, 7)]
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument('--seconds', type=float, default=20.0, help='how long to publish')
-    p.add_argument('--warmup', type=float, default=1.5, help='seconds to wait for subscribers before publishing')
+    p.add_argument('--warmup', type=float, default=1.0, help='seconds to wait after subscribers matched')
+    p.add_argument('--subscribers', type=int, default=1, help='wait until each topic has this many subscribers')
     p.add_argument('--cameras', type=int, default=3, help='number of 640x480 rgb8 cameras at --camera-hz')
     p.add_argument('--camera-hz', type=float, default=30.0)
     p.add_argument('--width', type=int, default=640)
@@ -40,6 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument('--lidar-points', type=int, default=30000)
     p.add_argument('--scale', type=float, default=1.0, help='multiply every rate (saturation runs)')
     p.add_argument('--best-effort', action='store_true', help='publish sensor streams best effort')
+    p.add_argument('--photos', help='folder of real photos to use as camera frames (default: synthetic)')
     p.add_argument('--gap', action='append', default=[],
                    help='TOPIC:START_S:END_S: skip publishing TOPIC in that window (loss injection)')
     return p.parse_args(argv)
@@ -47,6 +49,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def camera_names(n: int) -> list[str]:
     return ['wrist', 'scene', 'side', 'top', 'left', 'right'][:n] + [f'cam{i}' for i in range(6, n)]
+
+
+def synthetic_frame(rng: np.random.Generator, width: int, height: int) -> bytes:
+    """Smooth gradients plus sensor noise: compresses about as a camera image does, unlike pure noise."""
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([x * 255 // max(width, 1), y * 255 // max(height, 1), (x + y) * 127 // max(width + height, 1)], -1)
+    noise = rng.integers(0, 12, (height, width, 3))
+    return np.clip(base + noise, 0, 255).astype(np.uint8).tobytes()
+
+
+def load_photos(folder: str, width: int, height: int) -> list[bytes]:
+    """Real photos resized to the camera size, as rgb8 frames."""
+    import pathlib
+
+    import cv2
+
+    frames = []
+    for path in sorted(pathlib.Path(folder).glob('*.png')):
+        bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if bgr is not None:
+            frames.append(cv2.cvtColor(cv2.resize(bgr, (width, height)), cv2.COLOR_BGR2RGB).tobytes())
+    return frames
 
 
 def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(seq, stamp_ns) -> msg)
@@ -91,8 +115,9 @@ def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(se
         ('/teleop/command', args.command_hz, node.create_publisher(TwistStamped, '/teleop/command', qos), command),
     ]
     rng = np.random.default_rng(7)
+    photos = load_photos(args.photos, args.width, args.height) if args.photos else []
     for name in camera_names(args.cameras):
-        frames = [rng.integers(0, 255, args.height * args.width * 3, dtype=np.uint8).tobytes() for _ in range(4)]
+        frames = photos or [synthetic_frame(rng, args.width, args.height) for _ in range(4)]
         img = Image(height=args.height, width=args.width, encoding='rgb8', step=args.width * 3)
 
         def camera(seq, ns, img=img, frames=frames, name=name):
@@ -129,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.gap:
         topic, start, end = spec.rsplit(':', 2)
         gaps.append((topic, float(start), float(end)))
+    # Start only when every stream has its subscriber: what is published before DDS has matched
+    # them is lost to everyone, and would be counted against the subscriber.
+    deadline = time.monotonic() + args.warmup + 20.0
+    while time.monotonic() < deadline and any(pub.get_subscription_count() < args.subscribers
+                                              for _, _, pub, _ in streams):
+        time.sleep(0.05)
     time.sleep(args.warmup)
     published = {topic: 0 for topic, *_ in streams}
     t0 = time.monotonic()

@@ -1,0 +1,47 @@
+"""The ceiling for Python: a raw=True rclpy subscriber that only counts, on the same executor and QoS
+as the recorder. Subscribes to the profile's topics; on SIGINT prints one JSON line of counts."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from ros_robodata.nodes.common import make_executor
+from ros_robodata.nodes.recorder import _message_class
+from ros_robodata.profile import load_profile
+
+
+def main() -> int:
+    profile = load_profile(sys.argv[1])
+    rclpy.init()
+    node = rclpy.create_node('bare_subscriber')
+    counts: dict[str, int] = {}
+    for _, spec in profile.all_topics():
+        msgclass = _message_class(spec.type)
+        if msgclass is None:
+            continue
+        counts[spec.topic] = 0
+        qos = QoSProfile(depth=max(100, int(2 * (spec.rate_hz or 0))), reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL if spec.latched else DurabilityPolicy.VOLATILE)
+
+        def count(_data: bytes, topic: str = spec.topic) -> None:
+            counts[topic] += 1
+
+        node.create_subscription(msgclass, spec.topic, count, qos, raw=True)
+    executor = make_executor()
+    executor.add_node(node)
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.2)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    print(json.dumps({'received': counts}), flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Recorder throughput: a rig load from a separate process, recorded, against a bare subscriber.
+
+Phases (each with a fresh publisher process, the subscriber side alone on the other core):
+  rig        three 640x480 rgb8 cameras at 30 Hz (real photos), joint states and wrench at 500 Hz,
+             gripper and operator commands at 100 Hz, a 30k-point LiDAR at 10 Hz;
+  saturating the same, with joint states and wrench pushed to --saturate-hz each.
+For each phase: the recorder (robodata record, one episode over the whole load), then a bare
+raw=True subscriber that only counts (the ceiling for Python). Prints per-topic published vs
+recorded vs bare counts, CPU and peak memory of both. Targets (issue 3): zero loss at rig load;
+at saturating load the recorder keeps at least 95% of what the bare subscriber receives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from std_srvs.srv import Trigger
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.srv import StartEpisode
+
+HERE = Path(__file__).resolve().parent
+PROFILE = HERE / 'rig_profile.yaml'
+PHOTOS = HERE.parent.parent / 'shared' / 'data' / 'photos'
+TICK = os.sysconf('SC_CLK_TCK')
+
+
+def env_for(domain: int) -> dict[str, str]:
+    return {**os.environ, 'ROS_DOMAIN_ID': str(domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmHWM:'):
+            return int(line.split()[1]) / 1024
+    return float('nan')
+
+
+class ServiceClient:
+    """One ROS participant for a whole phase: discovered once, before the load starts."""
+
+    def __init__(self, domain: int) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node('bench_client', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def call(self, srv: type, name: str, request: object, timeout: float = 120.0) -> object:
+        client = self.node.create_client(srv, name)
+        deadline = time.monotonic() + timeout
+        while not client.service_is_ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'{name} never appeared')
+            self.executor.spin_once(timeout_sec=0.1)
+        future = client.call_async(request)
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'{name} did not answer in {timeout:.0f} s')
+            self.executor.spin_once(timeout_sec=0.1)
+        return future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def publish_load(domain: int, seconds: float, load: list[str]) -> dict[str, int]:
+    photos = ['--photos', str(PHOTOS)] if PHOTOS.is_dir() else []
+    done = subprocess.run([sys.executable, str(HERE / 'rig_load.py'), '--seconds', str(seconds), *photos, *load],
+                          env=env_for(domain), capture_output=True, text=True, timeout=seconds + 120)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])['published']
+
+
+def run_recorder(seconds: float, load: list[str], workdir: Path) -> dict:
+    domain = random.randint(1, 200)
+    dataset = workdir / f'ds_{domain}'
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'record', '--profile', str(PROFILE),
+                             '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    client = ServiceClient(domain)
+    try:
+        client.call(Trigger, '/recorder/stop_episode', Trigger.Request())  # discovers the stop service too
+        episode_id = client.call(StartEpisode, '/recorder/start_episode', StartEpisode.Request()).episode_id
+        time.sleep(1.0)
+        cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+        published = publish_load(domain, seconds, load)
+        time.sleep(1.0)
+        cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+        rss = peak_rss_mb(proc.pid)
+        t_stop = time.monotonic()
+        client.call(Trigger, '/recorder/stop_episode', Trigger.Request())
+        stop_s = time.monotonic() - t_stop
+    finally:
+        client.close()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(120)
+    ds = Dataset.open(dataset)
+    with BagReader(ds.bag_dir(episode_id)) as bag:
+        recorded = {name: info.count for name, info in bag.topics.items()}
+    episode = ds.episode(episode_id)
+    return {'published': published, 'received': recorded, 'cpu_pct': 100 * cpu / wall, 'peak_rss_mb': rss,
+            'loss': episode.loss, 'stop_s': stop_s,
+            'bag_mb': sum(p.stat().st_size for p in ds.bag_files(episode_id)) / 2**20}
+
+
+def run_bare(seconds: float, load: list[str]) -> dict:
+    domain = random.randint(1, 200)
+    proc = subprocess.Popen([sys.executable, str(HERE / 'bare_subscriber.py'), str(PROFILE)], env=env_for(domain),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2.0)
+        cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+        published = publish_load(domain, seconds, load)
+        time.sleep(1.0)
+        cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+        rss = peak_rss_mb(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    received = json.loads(out.strip().splitlines()[-1])['received']
+    return {'published': published, 'received': received, 'cpu_pct': 100 * cpu / wall, 'peak_rss_mb': rss}
+
+
+def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
+    print(f'\n== {name} load ==')
+    print(f'{"topic":28} {"published":>10} {"recorded":>10} {"rec lost":>9} {"bare pub":>9} {"bare got":>9}')
+    rec_lost = rec_total = bare_total = rec_kept = 0
+    for topic in sorted(rec['published']):
+        pub, got = rec['published'][topic], rec['received'].get(topic, 0)
+        bpub, bgot = bare['published'].get(topic, 0), bare['received'].get(topic, 0)
+        print(f'{topic:28} {pub:10d} {got:10d} {pub - got:9d} {bpub:9d} {bgot:9d}')
+        rec_lost += pub - got
+        rec_total += pub
+        rec_kept += got
+        bare_total += bgot
+    loss = rec['loss']
+    print(f'recorder: CPU {rec["cpu_pct"]:.0f}% of one core, peak RSS {rec["peak_rss_mb"]:.0f} MiB, '
+          f'bag {rec["bag_mb"]:.0f} MiB, loss by header stamps {loss["missing_by_stamp"]}, '
+          f'dropped by recorder {loss["dropped_by_recorder"]}, lost in transport {loss["lost_in_transport"]}, '
+          f'stop answered in {rec["stop_s"]:.1f} s')
+    print(f'bare subscriber: CPU {bare["cpu_pct"]:.0f}% of one core, peak RSS {bare["peak_rss_mb"]:.0f} MiB')
+    return rec_lost, rec_total, rec_kept, bare_total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--seconds', type=float, default=20.0, help='publishing time per phase')
+    parser.add_argument('--saturate-hz', type=float, default=8000.0, help='joint state and wrench rate when saturating')
+    parser.add_argument('--phases', default='rig,saturating', help='which phases to run, comma-separated')
+    args = parser.parse_args()
+    rig = ['--cameras', '3']
+    saturating = [*rig, '--joint-hz', str(args.saturate_hz), '--wrench-hz', str(args.saturate_hz)]
+    with tempfile.TemporaryDirectory(prefix='robodata_bench_') as tmp:
+        results = {}
+        for name, load in (('rig', rig), ('saturating', saturating)):
+            if name not in args.phases.split(','):
+                continue
+            print(f'[{name}] recorder ...', flush=True)
+            rec = run_recorder(args.seconds, load, Path(tmp))
+            print(f'[{name}] bare subscriber ...', flush=True)
+            bare = run_bare(args.seconds, load)
+            results[name] = report(name, rec, bare)
+    print('\n== summary ==')
+    if 'rig' in results:
+        lost, total, _, _ = results['rig']
+        print(f'rig load: recorder lost {lost} of {total} published messages (target 0)')
+    if 'saturating' in results:
+        _, _, kept, bare_total = results['saturating']
+        print(f'saturating load: recorder kept {kept} messages, bare subscriber {bare_total}: '
+              f'{100 * kept / max(bare_total, 1):.1f}% (target >= 95%)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
