@@ -85,7 +85,7 @@ class RecorderNode(Node):
 
     def _qos_for(self, spec: Any) -> QoSProfile | None:
         """The QoS that matches the topic's publishers, as rosbag2 chooses it; None = no publisher yet."""
-        depth = max(100, int(2 * (spec.rate_hz or 0)))
+        depth = max(100, int(5 * (spec.rate_hz or 0)))  # 5 s of slack before DDS drops anything
         if spec.latched:
             return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
                               durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
@@ -139,40 +139,44 @@ class RecorderNode(Node):
 
     # -- services ---------------------------------------------------------------------------------
 
+    # Service callbacks run on the thread that takes messages from DDS: they queue the command and
+    # answer at once (the episode id, and the status it will have); the recorder announces the
+    # transition on /robodata/episode_events when its writer has done it.
+
     def _on_start(self, request: StartEpisode.Request, response: StartEpisode.Response) -> StartEpisode.Response:
         try:
-            episode = self.recorder.start(request.task, request.operator_name, request.mode)
+            response.episode_id = self.recorder.request_start(request.task, request.operator_name, request.mode)
         except RobodataError as err:
             response.success, response.message = False, str(err)
             return response
+        response.success = True
         if self._pending:
             response.message = f'not yet publishing: {", ".join(sorted(self._pending))}'
-        response.success, response.episode_id = True, episode.id
         return response
 
     def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self._trigger(response, lambda: self.recorder.stop())
+        return self._trigger(response, self.recorder.request_stop, 'complete')
 
     def _on_discard(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self._trigger(response, self.recorder.discard)
+        return self._trigger(response, self.recorder.request_discard, 'discarded')
 
-    def _trigger(self, response: Trigger.Response, action: Any) -> Trigger.Response:
+    def _trigger(self, response: Trigger.Response, action: Any, status: str) -> Trigger.Response:
         try:
-            episode = action()
+            episode_id = action()
         except RobodataError as err:
             response.success, response.message = False, str(err)
             return response
-        response.success, response.message = True, f'{episode.id} {episode.status}'
+        response.success, response.message = True, f'{episode_id} {status}'
         return response
 
     def _on_set_outcome(self, request: SetOutcome.Request, response: SetOutcome.Response) -> SetOutcome.Response:
         try:
-            episode = self.recorder.set_outcome(request.outcome, request.notes)
+            response.episode_id = self.recorder.request_outcome(request.outcome, request.notes)
         except RobodataError as err:
             response.success, response.message = False, str(err)
             return response
-        response.success, response.episode_id = True, episode.id
-        response.message = f'{episode.id} outcome {episode.outcome}'
+        response.success = True
+        response.message = f'{response.episode_id} outcome {request.outcome}'
         return response
 
     # -- what the operator sees -------------------------------------------------------------------

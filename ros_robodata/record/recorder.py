@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,6 +31,7 @@ from ros_robodata.record.topic_stats import TopicStats
 
 _LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)
 _PERIODIC_S = 0.1
+STATUS_PERIOD_S = 1.0
 
 
 class RecorderError(RobodataError):
@@ -120,7 +120,14 @@ class EpisodeRecorder:
         self._stats: dict[str, TopicStats] = {}
         self._dropped_at_start: dict[str, int] = {}
         self._last_episode_id: str | None = None
+        # What the commands issued so far make of the recorder, known at once on the caller's thread
+        # (the writer may still be working through the queue): the running episode and the last one.
+        self._intent_lock = threading.Lock()
+        self._intended: str | None = None
+        self._intended_last: str | None = None
         self._next_flush = 0.0
+        self._snapshot: dict[str, Any] | None = None
+        self._next_snapshot = 0.0
         self._closed = False
         self._thread = threading.Thread(target=self._run, name='episode-writer', daemon=True)
         self._thread.start()
@@ -148,27 +155,98 @@ class EpisodeRecorder:
         self._queue.put(_Command(self._note_lost, (topic, count)))
 
     def start(self, task: str = '', operator: str = '', mode: str = '') -> Episode:
-        return self._call(self._start, task, operator, mode, self._clock_ns())
+        """Start an episode and wait until its pre-roll is written; returns it."""
+        return self._call(self._start, self._begin(), task, operator, mode, self._clock_ns())
 
     def stop(self, status: str = 'complete') -> Episode:
-        return self._call(self._stop, status, self._clock_ns(), '')
+        """Stop the running episode and wait until its bag is closed and checksummed."""
+        return self._call(self._stop, status, self._clock_ns(), '', self._end())
 
     def discard(self) -> Episode:
-        return self._call(self._discard, self._clock_ns())
+        return self._call(self._discard, self._clock_ns(), self._end(discard=True))
 
     def set_outcome(self, outcome: str, notes: str = '') -> Episode:
-        return self._call(self._set_outcome, outcome, notes, self._clock_ns())
+        return self._call(self._set_outcome, outcome, notes, self._clock_ns(), self._target())
+
+    # The same commands without waiting for the writer: for a ROS service callback, which runs on
+    # the thread that takes messages from DDS and must not stop taking them while a bag is closed.
+    # Each checks and reserves what it can at once and returns the episode id; the outcome comes
+    # through on_transition (and on_warning if the writer then fails).
+
+    def request_start(self, task: str = '', operator: str = '', mode: str = '') -> str:
+        episode_id = self._begin()
+        self._send(self._start, episode_id, task, operator, mode, self._clock_ns())
+        return episode_id
+
+    def request_stop(self, status: str = 'complete') -> str:
+        episode_id = self._end()
+        self._send(self._stop, status, self._clock_ns(), '', episode_id)
+        return episode_id
+
+    def request_discard(self) -> str:
+        episode_id = self._end(discard=True)
+        self._send(self._discard, self._clock_ns(), episode_id)
+        return episode_id
+
+    def request_outcome(self, outcome: str, notes: str = '') -> str:
+        if outcome not in OUTCOMES:
+            raise RecorderError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
+        episode_id = self._target()
+        self._send(self._set_outcome, outcome, notes, self._clock_ns(), episode_id)
+        return episode_id
+
+    def _begin(self) -> str:
+        with self._intent_lock:
+            if self._intended is not None:
+                raise RecorderError(f'episode {self._intended} is recording; stop it first')
+            self._intended = self.dataset.new_episode_id()
+            return self._intended
+
+    def _end(self, discard: bool = False) -> str:
+        with self._intent_lock:
+            if self._intended is not None:
+                episode_id, self._intended = self._intended, None
+                self._intended_last = episode_id
+                return episode_id
+            if discard and self._intended_last is not None:
+                return self._intended_last
+        raise RecorderError('nothing to discard: no episode recorded yet' if discard else 'no episode is recording')
+
+    def _target(self) -> str:
+        with self._intent_lock:
+            target = self._intended or self._intended_last
+        if target is None:
+            raise RecorderError('no episode to label yet')
+        return target
+
+    def _ended_by_writer(self, episode_id: str) -> None:
+        """The writer closed an episode on its own (max duration, storage error, failed start)."""
+        with self._intent_lock:
+            if self._intended == episode_id:
+                self._intended = None
+            self._intended_last = episode_id
+
+    def _send(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self._closed:
+            raise RecorderError('the recorder is shut down')
+        command = _Command(fn, args)
+        command.future.add_done_callback(self._report_failure)
+        self._queue.put(command)
+
+    def _report_failure(self, future: Future[Any]) -> None:
+        if (err := future.exception()) is not None:
+            self._warn(f'recorder command failed: {err}')
 
     @property
     def recording(self) -> Episode | None:
         return self._episode
 
-    def status(self, timeout: float = 0.5) -> dict[str, Any] | None:
-        """Live figures for diagnostics (None if the writer is too busy to answer now)."""
-        try:
-            return self._call(self._status, timeout=timeout)
-        except FutureTimeout:
-            return None
+    def status(self) -> dict[str, Any] | None:
+        """Live figures for diagnostics, as the writer last summed them up (every STATUS_PERIOD_S).
+
+        Never waits for the writer: it is read from the thread that takes messages from DDS.
+        """
+        return self._snapshot
 
     def close(self, status: str = 'interrupted', timeout: float = 60.0) -> Episode | None:
         """Stop the running episode (if any) with `status`, then end the writer thread."""
@@ -265,18 +343,22 @@ class EpisodeRecorder:
         if topic in self._stats and self._bag is not None:
             self._stats[topic].lost_in_transport += count
 
-    def _start(self, task: str, operator: str, mode: str, t_ns: int) -> Episode:
+    def _start(self, episode_id: str, task: str, operator: str, mode: str, t_ns: int) -> Episode:
         if self._episode is not None:
             raise RecorderError(f'episode {self._episode.id} is recording; stop it first')
         s = self.settings
         pre = self._preroll.take(t_ns - int(s.pre_roll_s * 1e9))
         first_t = min([t_ns, *(item.t_ns for item in pre)])
-        episode = Episode(
-            id=self.dataset.new_episode_id(t_ns / 1e9), task=task or s.task, operator=operator or s.operator,
-            mode=mode or s.mode, robot=s.robot, status='recording', start_ns=first_t, marked_start_ns=t_ns,
-            profile_sha256=s.profile_sha256,
-        )
-        self.dataset.add_episode(episode, who=episode.operator or None)
+        try:
+            episode = Episode(
+                id=episode_id, task=task or s.task, operator=operator or s.operator,
+                mode=mode or s.mode, robot=s.robot, status='recording', start_ns=first_t, marked_start_ns=t_ns,
+                profile_sha256=s.profile_sha256,
+            )
+            self.dataset.add_episode(episode, who=episode.operator or None)
+        except RobodataError:
+            self._ended_by_writer(episode_id)
+            raise
         custom = {'ros_robodata.episode_id': episode.id, 'ros_robodata.task': episode.task,
                   'ros_robodata.mode': episode.mode}
         self._bag = BagWriter(self.dataset.bag_dir(episode.id), storage=s.storage, compression=s.compression,
@@ -293,6 +375,7 @@ class EpisodeRecorder:
             if not self._topics[item.topic].latched:
                 self._write(item.topic, item.t_ns, item.data)
         if self._episode is None:  # the storage failed while writing the pre-roll
+            self._ended_by_writer(episode.id)
             raise RecorderError(f'episode {episode.id} could not be written: {self.dataset.episode(episode.id).notes}')
         self._next_flush = time.monotonic() + s.flush_interval_s
         self._notify(Transition('start', episode, t_ns, f'{len(pre)} pre-roll message(s)'))
@@ -332,48 +415,46 @@ class EpisodeRecorder:
         self._last_episode_id = episode.id
         return episode
 
-    def _stop(self, status: str, t_ns: int, message: str) -> Episode:
-        if self._episode is None:
-            raise RecorderError('no episode is recording')
+    def _stop(self, status: str, t_ns: int, message: str, episode_id: str | None = None) -> Episode:
+        if self._episode is None or (episode_id is not None and self._episode.id != episode_id):
+            what = 'no episode is recording' if episode_id is None else f'episode {episode_id} ended already'
+            raise RecorderError(what)
         episode = self._finish(status, t_ns, message)
         self._notify(Transition('stop', episode, t_ns, message))
         return episode
 
-    def _discard(self, t_ns: int) -> Episode:
-        if self._episode is not None:
+    def _discard(self, t_ns: int, episode_id: str) -> Episode:
+        if self._episode is not None and self._episode.id == episode_id:
             episode = self._finish('discarded', t_ns, 'discarded by the operator')
-        elif self._last_episode_id is not None:
-            episode = self.dataset.set_status(self._last_episode_id, 'discarded', self.settings.operator or None,
-                                              'discarded by the operator')
         else:
-            raise RecorderError('nothing to discard: no episode recorded yet')
+            episode = self.dataset.set_status(episode_id, 'discarded', self.settings.operator or None,
+                                              'discarded by the operator')
         if self.settings.delete_discarded:
             shutil.rmtree(self.dataset.episode_dir(episode.id))
             self.dataset.catalog.delete(episode.id)
             append_audit(self.dataset.audit_path, 'delete_episode', episode.id, self.settings.operator or None,
                          reason='discarded (delete_discarded is set)')
-            self._last_episode_id = None
+            with self._intent_lock:
+                self._intended_last = None
         self._notify(Transition('discard', episode, t_ns))
         return episode
 
-    def _set_outcome(self, outcome: str, notes: str, t_ns: int) -> Episode:
+    def _set_outcome(self, outcome: str, notes: str, t_ns: int, episode_id: str) -> Episode:
         if outcome not in OUTCOMES:
             raise RecorderError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
         who = self.settings.operator or None
-        if self._episode is not None:
+        if self._episode is not None and self._episode.id == episode_id:
             episode = self._episode
             old, episode.outcome = episode.outcome, outcome
             if notes:
                 episode.notes = f'{episode.notes}\n{notes}'.strip()
             self.dataset.save_episode(episode)
             append_audit(self.dataset.audit_path, 'set_outcome', episode.id, who, old=old, new=outcome, reason=notes)
-        elif self._last_episode_id is not None:
-            episode = self.dataset.set_outcome(self._last_episode_id, outcome, who, notes)
+        else:
+            episode = self.dataset.set_outcome(episode_id, outcome, who, notes)
             if notes:
                 episode.notes = f'{episode.notes}\n{notes}'.strip()
                 self.dataset.save_episode(episode)
-        else:
-            raise RecorderError('no episode to label yet')
         self._notify(Transition('outcome', episode, t_ns))
         return episode
 
@@ -398,9 +479,13 @@ class EpisodeRecorder:
     def _close(self, status: str, t_ns: int) -> Episode | None:
         if self._episode is None:
             return None
+        self._ended_by_writer(self._episode.id)
         return self._stop(status, t_ns, f'closed on shutdown ({status})')
 
     def _periodic(self, now: float) -> None:
+        if now >= self._next_snapshot:
+            self._next_snapshot = now + STATUS_PERIOD_S
+            self._snapshot = self._status()  # one reference swap: readers see an old or a new dict
         if self._bag is None or self._episode is None:
             return
         if now >= self._next_flush:
@@ -415,6 +500,7 @@ class EpisodeRecorder:
         if (t_ns - start) / 1e9 >= self.settings.max_episode_s:
             message = f'auto-stopped after max_episode_s={self.settings.max_episode_s:g} s'
             self._warn(f'episode {self._episode.id} {message}')
+            self._ended_by_writer(self._episode.id)
             self._stop('complete', t_ns, message)
 
     def _storage_failed(self, err: OSError) -> None:
@@ -423,6 +509,7 @@ class EpisodeRecorder:
         assert episode is not None and bag is not None
         self._bag = None
         self._episode = None
+        self._ended_by_writer(episode.id)
         text = f'storage error while recording episode {episode.id}: {err.strerror or err}; closed as incomplete'
         self._warn(text + ' (data flushed before the error is kept; run `robodata repair` on it)')
         for closer in (bag.close, bag.abort):
