@@ -25,7 +25,7 @@ def main() -> int:
         if msgclass is None:
             continue
         counts[spec.topic] = 0
-        qos = QoSProfile(depth=max(100, int(2 * (spec.rate_hz or 0))), reliability=ReliabilityPolicy.RELIABLE,
+        qos = QoSProfile(depth=max(100, int(5 * (spec.rate_hz or 0))), reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL if spec.latched else DurabilityPolicy.VOLATILE)
 
         def count(_data: bytes, topic: str = spec.topic) -> None:

@@ -89,15 +89,18 @@ def publish_load(domain: int, seconds: float, load: list[str]) -> dict[str, int]
                           env=env_for(domain), capture_output=True, text=True, timeout=seconds + 120)
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
-    return json.loads(done.stdout.strip().splitlines()[-1])['published']
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    publish_load.max_late_ms = result['max_late_ms']  # type: ignore[attr-defined]
+    return result['published']
 
 
 def run_recorder(seconds: float, load: list[str], workdir: Path) -> dict:
     domain = random.randint(1, 200)
     dataset = workdir / f'ds_{domain}'
+    log = open(workdir / f'recorder_{domain}.log', 'w')  # noqa: SIM115 - closed below; a pipe nobody reads would block it
     proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'record', '--profile', str(PROFILE),
                              '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=log, stderr=subprocess.STDOUT)
     client = ServiceClient(domain)
     try:
         client.call(Trigger, '/recorder/stop_episode', Trigger.Request())  # discovers the stop service too
@@ -115,19 +118,20 @@ def run_recorder(seconds: float, load: list[str], workdir: Path) -> dict:
         client.close()
         proc.send_signal(signal.SIGINT)
         proc.wait(120)
+        log.close()
     ds = Dataset.open(dataset)
     with BagReader(ds.bag_dir(episode_id)) as bag:
         recorded = {name: info.count for name, info in bag.topics.items()}
     episode = ds.episode(episode_id)
     return {'published': published, 'received': recorded, 'cpu_pct': 100 * cpu / wall, 'peak_rss_mb': rss,
-            'loss': episode.loss, 'stop_s': stop_s,
+            'loss': episode.loss, 'stop_s': stop_s, 'publisher_late_ms': publish_load.max_late_ms,  # type: ignore[attr-defined]
             'bag_mb': sum(p.stat().st_size for p in ds.bag_files(episode_id)) / 2**20}
 
 
 def run_bare(seconds: float, load: list[str]) -> dict:
     domain = random.randint(1, 200)
     proc = subprocess.Popen([sys.executable, str(HERE / 'bare_subscriber.py'), str(PROFILE)], env=env_for(domain),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         time.sleep(2.0)
         cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
@@ -159,6 +163,9 @@ def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
           f'bag {rec["bag_mb"]:.0f} MiB, loss by header stamps {loss["missing_by_stamp"]}, '
           f'dropped by recorder {loss["dropped_by_recorder"]}, lost in transport {loss["lost_in_transport"]}, '
           f'stop answered in {rec["stop_s"]:.1f} s')
+    worst = max((t['latency_ms_max'] or 0.0, topic) for topic, t in loss['topics'].items())
+    print(f'recorder receive latency (header stamp to callback): worst {worst[0]:.0f} ms on {worst[1]}; '
+          f'the publisher itself ran up to {rec["publisher_late_ms"]:.0f} ms behind its schedule')
     print(f'bare subscriber: CPU {bare["cpu_pct"]:.0f}% of one core, peak RSS {bare["peak_rss_mb"]:.0f} MiB')
     return rec_lost, rec_total, rec_kept, bare_total
 

@@ -28,6 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument('--seconds', type=float, default=20.0, help='how long to publish')
     p.add_argument('--warmup', type=float, default=1.0, help='seconds to wait after subscribers matched')
+    p.add_argument('--linger', type=float, default=3.0, help='seconds to stay up after the last message')
     p.add_argument('--subscribers', type=int, default=1, help='wait until each topic has this many subscribers')
     p.add_argument('--cameras', type=int, default=3, help='number of 640x480 rgb8 cameras at --camera-hz')
     p.add_argument('--camera-hz', type=float, default=30.0)
@@ -74,8 +75,13 @@ def load_photos(folder: str, width: int, height: int) -> list[bytes]:
 
 
 def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(seq, stamp_ns) -> msg)
-    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT if args.best_effort
-                     else ReliabilityPolicy.RELIABLE)
+    reliability = ReliabilityPolicy.BEST_EFFORT if args.best_effort else ReliabilityPolicy.RELIABLE
+
+    def qos_for(rate_hz: float) -> QoSProfile:
+        # 2 s of history: this one Python thread stalls now and then and catches up in bursts, which
+        # a shorter history would drop before any subscriber could acknowledge them (a C++ driver
+        # publishing steadily does not burst like that).
+        return QoSProfile(depth=max(100, int(2 * rate_hz * args.scale)), reliability=reliability)
     streams = []
 
     def stamped(msg, stamp_ns, frame):
@@ -107,12 +113,14 @@ def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(se
         tw.twist.linear.x = 0.05 * np.sin(seq / 100)
         return stamped(tw, ns, 'base_link')
 
+    def stream(topic, rate_hz, msgtype, make):
+        return topic, rate_hz, node.create_publisher(msgtype, topic, qos_for(rate_hz)), make
+
     streams += [
-        ('/joint_states', args.joint_hz, node.create_publisher(JointState, '/joint_states', qos), joint),
-        ('/wrist/wrench', args.wrench_hz, node.create_publisher(WrenchStamped, '/wrist/wrench', qos), wrench),
-        ('/gripper/joint_states', args.gripper_hz, node.create_publisher(JointState, '/gripper/joint_states', qos),
-         gripper),
-        ('/teleop/command', args.command_hz, node.create_publisher(TwistStamped, '/teleop/command', qos), command),
+        stream('/joint_states', args.joint_hz, JointState, joint),
+        stream('/wrist/wrench', args.wrench_hz, WrenchStamped, wrench),
+        stream('/gripper/joint_states', args.gripper_hz, JointState, gripper),
+        stream('/teleop/command', args.command_hz, TwistStamped, command),
     ]
     rng = np.random.default_rng(7)
     photos = load_photos(args.photos, args.width, args.height) if args.photos else []
@@ -125,7 +133,7 @@ def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(se
             return stamped(img, ns, f'{name}_camera')
 
         topic = f'/camera/{name}/image_raw'
-        streams.append((topic, args.camera_hz, node.create_publisher(Image, topic, qos), camera))
+        streams.append(stream(topic, args.camera_hz, Image, camera))
     if args.lidar_points:
         fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
                   for i, n in enumerate(('x', 'y', 'z', 'intensity'))]
@@ -137,8 +145,7 @@ def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(se
         def lidar(seq, ns):
             return stamped(cloud, ns, 'lidar')
 
-        streams.append(('/lidar/points', args.lidar_hz, node.create_publisher(PointCloud2, '/lidar/points', qos),
-                        lidar))
+        streams.append(stream('/lidar/points', args.lidar_hz, PointCloud2, lidar))
     return streams
 
 
@@ -164,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     published = {topic: 0 for topic, *_ in streams}
     t0 = time.monotonic()
     stamp0 = time.time_ns()
+    max_late = 0.0
     heap = [(0.0, i, 0) for i in range(len(streams))]
     heapq.heapify(heap)
     end = args.seconds
@@ -175,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             delay = t0 + due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            else:
+                max_late = max(max_late, -delay)
             topic, rate, pub, make = streams[i]
             rate *= args.scale
             period = 1.0 / rate
@@ -185,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     elapsed = time.monotonic() - t0
-    time.sleep(0.5)
-    print(json.dumps({'published': published, 'seconds': round(elapsed, 3)}), flush=True)
+    time.sleep(args.linger)  # a rig does not vanish after its last message: let reliable delivery finish
+    print(json.dumps({'published': published, 'seconds': round(elapsed, 3), 'max_late_ms': round(1000 * max_late, 1)}),
+          flush=True)
     node.destroy_node()
     rclpy.shutdown()
     return 0
