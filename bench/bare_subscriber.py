@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -13,6 +14,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_robodata.nodes.common import make_executor
 from ros_robodata.nodes.recorder import _message_class
 from ros_robodata.profile import load_profile
+from ros_robodata.record.cdr_stamp import header_stamp_ns
 
 
 def main() -> int:
@@ -20,6 +22,7 @@ def main() -> int:
     rclpy.init()
     node = rclpy.create_node('bare_subscriber')
     counts: dict[str, int] = {}
+    latencies: dict[str, list[int]] = {}
     for _, spec in profile.all_topics():
         msgclass = _message_class(spec.type)
         if msgclass is None:
@@ -28,8 +31,11 @@ def main() -> int:
         qos = QoSProfile(depth=max(100, int(5 * (spec.rate_hz or 0))), reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL if spec.latched else DurabilityPolicy.VOLATILE)
 
-        def count(_data: bytes, topic: str = spec.topic) -> None:
+        def count(data: bytes, topic: str = spec.topic) -> None:
             counts[topic] += 1
+            stamp = header_stamp_ns(data)
+            if stamp:
+                latencies.setdefault(topic, []).append(time.time_ns() - stamp)
 
         node.create_subscription(msgclass, spec.topic, count, qos, raw=True)
     executor = make_executor()
@@ -39,7 +45,9 @@ def main() -> int:
             executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    print(json.dumps({'received': counts}), flush=True)
+    worst = {t: round(max(v) / 1e6, 1) for t, v in latencies.items()}
+    median = {t: round(sorted(v)[len(v) // 2] / 1e6, 1) for t, v in latencies.items()}
+    print(json.dumps({'received': counts, 'latency_ms_max': worst, 'latency_ms_p50': median}), flush=True)
     return 0
 
 

@@ -142,8 +142,9 @@ def run_bare(seconds: float, load: list[str]) -> dict:
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
-    received = json.loads(out.strip().splitlines()[-1])['received']
-    return {'published': published, 'received': received, 'cpu_pct': 100 * cpu / wall, 'peak_rss_mb': rss}
+    result = json.loads(out.strip().splitlines()[-1])
+    return {'published': published, 'received': result['received'], 'cpu_pct': 100 * cpu / wall, 'peak_rss_mb': rss,
+            'latency_ms_max': result['latency_ms_max'], 'publisher_late_ms': publish_load.max_late_ms}  # type: ignore[attr-defined]
 
 
 def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
@@ -167,6 +168,9 @@ def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
     print(f'recorder receive latency (header stamp to callback): worst {worst[0]:.0f} ms on {worst[1]}; '
           f'the publisher itself ran up to {rec["publisher_late_ms"]:.0f} ms behind its schedule')
     print(f'bare subscriber: CPU {bare["cpu_pct"]:.0f}% of one core, peak RSS {bare["peak_rss_mb"]:.0f} MiB')
+    bare_worst = max((ms, topic) for topic, ms in bare['latency_ms_max'].items() if topic in rec['published'])
+    print(f'bare subscriber receive latency: worst {bare_worst[0]:.0f} ms on {bare_worst[1]} '
+          f'(publisher up to {bare["publisher_late_ms"]:.0f} ms behind)')
     return rec_lost, rec_total, rec_kept, bare_total
 
 

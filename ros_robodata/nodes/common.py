@@ -53,6 +53,7 @@ def run_node(
     args: list[str] | None = None,
     *,
     on_shutdown: Callable[[Node, str], None] | None = None,
+    after_start: Callable[[Node], None] | None = None,
 ) -> int:
     """Create and spin a node until Ctrl-C/SIGTERM, then let it close cleanly; user errors are one line."""
     rclpy.init(args=args)
@@ -62,6 +63,8 @@ def run_node(
         node = make()
         executor = make_executor()
         executor.add_node(node)
+        if after_start is not None:
+            after_start(node)
         # EventsExecutor.spin() (rclpy 7.1) never serves service requests from other processes;
         # a spin_once loop does, at the same message throughput.
         while rclpy.ok():

@@ -10,12 +10,12 @@ Topics: /robodata/episode_events (EpisodeEvent, one per transition), /diagnostic
 
 from __future__ import annotations
 
+import gc
 import getpass
 import sys
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
@@ -118,10 +118,9 @@ class RecorderNode(Node):
             reliable = qos.reliability == ReliabilityPolicy.RELIABLE
             self.recorder.add_topic(topic, spec.type, latched=spec.latched, expected_rate_hz=spec.rate_hz,
                                     reliable=reliable)
-            events = SubscriptionEventCallbacks(
-                message_lost=lambda info, t=topic: self.recorder.note_lost(t, info.total_count_change))
-            self._recorded[topic] = self.create_subscription(
-                msgclass, topic, self._receiver(topic), qos, raw=True, event_callbacks=events)
+            # No message_lost event handler: under load the EventsExecutor (rclpy 7.1) kept servicing
+            # it and starved the subscriptions for seconds. Loss is judged from header stamps instead.
+            self._recorded[topic] = self.create_subscription(msgclass, topic, self._receiver(topic), qos, raw=True)
             del self._pending[topic]
             durable = qos.durability == DurabilityPolicy.TRANSIENT_LOCAL
             self.get_logger().info(f'subscribed {topic} ({spec.type}, {"reliable" if reliable else "best effort"}'
@@ -258,7 +257,14 @@ def main(args: list[str] | None = None) -> int:
     # Two threads share the GIL: the executor taking messages from DDS and the writer. With the
     # default 5 ms switch interval every callback can wait that long while the writer works.
     sys.setswitchinterval(0.0005)
-    return run_node(RecorderNode, args, on_shutdown=_shutdown)
+    return run_node(RecorderNode, args, on_shutdown=_shutdown, after_start=_quiet_gc)
+
+
+def _quiet_gc(_node: RecorderNode) -> None:
+    """The long-lived objects made at startup (typestores, ROS entities) need never be scanned again;
+    full collections over them paused intake for up to seconds under load."""
+    gc.collect()
+    gc.freeze()
 
 
 if __name__ == '__main__':
