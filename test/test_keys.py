@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pty
-import random
 import select
 import signal
 import subprocess
@@ -31,6 +30,8 @@ from ros_robodata.record.keys_screen import (
     format_duration,
     redraw,
 )
+from test.ros_rig import new_domain, stop_process
+from test.ros_rig import ros_env as rig_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -281,18 +282,11 @@ def test_core_and_cli_load_without_rclpy():
 
 
 def ros_env() -> dict[str, str]:
-    return {**os.environ, 'ROS_DOMAIN_ID': str(random.randint(1, 200)), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
-            'PYTHONUNBUFFERED': '1'}
+    return rig_env(new_domain())
 
 
 def stop(proc: subprocess.Popen, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc, sig, timeout)
 
 
 class Output:
