@@ -38,7 +38,8 @@ def start_recorder(domain: int, dataset: Path, *extra: str, log: Path | None = N
     args = [sys.executable, '-m', 'ros_robodata.nodes.recorder', '--ros-args', '-p', f'profile:={PROFILE}',
             '-p', f'dataset:={dataset}', '-p', 'task:=pick_cube', '-p', 'operator:=tester', *extra]
     out = open(log, 'w') if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(args, env=ros_env(domain), stdout=out, stderr=subprocess.STDOUT)
+    # its own process group: a test can kill the recorder with its writer process, as power loss would
+    return subprocess.Popen(args, env=ros_env(domain), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def start_rig(domain: int, seconds: float, *extra: str) -> subprocess.Popen:

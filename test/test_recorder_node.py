@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
+import time
 
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
@@ -99,7 +102,31 @@ def test_ctrl_c_mid_episode_closes_it_as_interrupted(tmp_path):
     assert robodata('verify', str(tmp_path / 'ds')).returncode == 0
 
 
-def test_sigkill_mid_episode_keeps_what_was_flushed_and_repair_recovers_it(tmp_path):
+def test_sigkill_of_the_ros_process_alone_still_closes_the_episode(tmp_path):
+    domain = new_domain()
+    recorder = start_recorder(domain, tmp_path / 'ds')
+    rig = start_rig(domain, 8)
+    try:
+        with client(domain) as c:
+            episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+            c.spin_for(1.5)
+        recorder.kill()  # the writer process sees its input end and closes the episode
+        recorder.wait(10)
+        dataset = Dataset.open(tmp_path / 'ds')
+        deadline = time.monotonic() + 30
+        while dataset.episode(episode_id).status == 'recording' and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        stop_process(rig)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(recorder.pid, signal.SIGKILL)
+    assert dataset.episode(episode_id).status == 'interrupted'
+    with BagReader(dataset.bag_dir(episode_id)) as bag:
+        assert bag.complete and bag.topics['/joint_states'].count > 300
+    assert robodata('verify', str(tmp_path / 'ds')).returncode == 0
+
+
+def test_power_loss_mid_episode_keeps_what_was_flushed_and_repair_recovers_it(tmp_path):
     domain = new_domain()
     recorder = start_recorder(domain, tmp_path / 'ds')
     rig = start_rig(domain, 10)
@@ -107,7 +134,7 @@ def test_sigkill_mid_episode_keeps_what_was_flushed_and_repair_recovers_it(tmp_p
         with client(domain) as c:
             episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
             c.spin_for(3.0)  # flushes at least every second
-        recorder.kill()
+        os.killpg(recorder.pid, signal.SIGKILL)  # the ROS process and its writer at once
         recorder.wait(10)
     finally:
         stop_process(rig)

@@ -25,7 +25,8 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.common import clock_of, declare, run_node
 from ros_robodata.profile import load_profile
-from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
+from ros_robodata.record.recorder import RecorderSettings, Transition
+from ros_robodata.record.writer_process import RecorderProcess
 from ros_robodata.srv import SetOutcome, StartEpisode
 
 EVENTS_TOPIC = '/robodata/episode_events'
@@ -60,7 +61,7 @@ class RecorderNode(Node):
         settings = RecorderSettings.from_profile(self.profile, task=task, operator=operator, mode=mode,
                                                  delete_discarded=delete_discarded)
         self._clock_ns = clock_of(self)
-        self.recorder = EpisodeRecorder(dataset, settings, clock_ns=self._clock_ns,
+        self.recorder = RecorderProcess(dataset.root, settings, clock_ns=self._clock_ns,
                                         on_transition=self._publish_transition, on_warning=self._warn)
         latched_events = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -254,8 +255,8 @@ def _shutdown(node: RecorderNode, reason: str) -> None:
 
 
 def main(args: list[str] | None = None) -> int:
-    # Two threads share the GIL: the executor taking messages from DDS and the writer. With the
-    # default 5 ms switch interval every callback can wait that long while the writer works.
+    # The executor shares the GIL with the threads relaying the writer process's replies; keep their
+    # turns short so a callback never waits long for it.
     sys.setswitchinterval(0.0005)
     return run_node(RecorderNode, args, on_shutdown=_shutdown, after_start=_quiet_gc)
 

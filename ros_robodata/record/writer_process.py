@@ -1,0 +1,223 @@
+"""The episode recorder in a child process, so that taking messages from DDS never waits for writing.
+
+In one process the thread that takes messages from DDS and the thread that compresses and writes
+bags share the GIL: every callback can wait for it, and under camera load intake fell behind by
+seconds. Here the ROS process only forwards each message's CDR bytes through a pipe (a write that
+releases the GIL); the child runs EpisodeRecorder, whose transitions, warnings and status come back.
+Commands travel the same pipe as messages, so start/stop still cut the stream exactly.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import signal
+import struct
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.dataset import Dataset
+from ros_robodata.errors import RobodataError
+from ros_robodata.record.recorder import EpisodeRecorder, RecorderError, RecorderSettings, Transition
+
+_MESSAGE = b'M'
+_COMMAND = b'C'
+_HEADER = struct.Struct('<cHq')  # kind, topic index, receive time (ns)
+_REPLY_TIMEOUT_S = 30.0
+
+
+class RecorderProcess:
+    """The node's recorder: the same commands as EpisodeRecorder's request_*, run in a child process."""
+
+    def __init__(
+        self,
+        dataset_root: str | Path,
+        settings: RecorderSettings,
+        *,
+        clock_ns: Callable[[], int] = time.time_ns,
+        on_transition: Callable[[Transition], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self._clock_ns = clock_ns
+        context = multiprocessing.get_context('spawn')  # never fork a process that runs DDS threads
+        child_in, self._out = context.Pipe(duplex=False)
+        self._in, child_out = context.Pipe(duplex=False)
+        self._process = context.Process(target=_child_main, args=(child_in, child_out, str(dataset_root), settings),
+                                        name='robodata-episode-writer', daemon=True)
+        self._process.start()
+        child_in.close()
+        child_out.close()
+        self._on_transition = on_transition or (lambda _t: None)
+        self._on_warning = on_warning or (lambda _m: None)
+        self._topics: dict[str, int] = {}
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, Future[Any]] = {}
+        self._next_id = 0
+        self._snapshot: dict[str, Any] | None = None
+        self._closed = False
+        self._listener = threading.Thread(target=self._listen, name='episode-writer-replies', daemon=True)
+        self._listener.start()
+        self._command('ready')  # the child is up and has opened the dataset (raises its error if not)
+
+    # -- intake -----------------------------------------------------------------------------------
+
+    def add_topic(self, topic: str, msgtype: str, *, latched: bool = False, expected_rate_hz: float | None = None,
+                  reliable: bool = True) -> None:
+        if topic in self._topics:
+            return
+        self._command('add_topic', topic, msgtype, latched, expected_rate_hz, reliable)
+        self._topics[topic] = len(self._topics)
+
+    def on_message(self, topic: str, data: bytes | memoryview, t_ns: int) -> None:
+        """Forward one message; blocks only while the pipe is full (DDS keeps 5 s meanwhile)."""
+        if self._closed:
+            return
+        index = self._topics.get(topic)
+        if index is None:
+            return
+        frame = _HEADER.pack(_MESSAGE, index, t_ns) + data
+        with self._send_lock:
+            self._out.send_bytes(frame)
+
+    # -- commands ---------------------------------------------------------------------------------
+
+    def request_start(self, task: str = '', operator: str = '', mode: str = '') -> str:
+        return self._command('request_start', task, operator, mode)
+
+    def request_stop(self, status: str = 'complete') -> str:
+        return self._command('request_stop', status)
+
+    def request_discard(self) -> str:
+        return self._command('request_discard')
+
+    def request_outcome(self, outcome: str, notes: str = '') -> str:
+        return self._command('request_outcome', outcome, notes)
+
+    def status(self) -> dict[str, Any] | None:
+        return self._snapshot
+
+    def close(self, status: str = 'interrupted', timeout: float = 120.0) -> Any:
+        """Close a running episode with `status`, let the child finish writing, and end it."""
+        if self._closed:
+            return None
+        try:
+            episode = self._command('close', status, timeout=timeout)
+        finally:
+            self._closed = True
+            self._process.join(timeout)
+        return episode
+
+    def _command(self, name: str, *args: Any, timeout: float = _REPLY_TIMEOUT_S) -> Any:
+        if self._closed:
+            raise RecorderError('the recorder is shut down')
+        future: Future[Any] = Future()
+        with self._send_lock:
+            command_id = self._next_id
+            self._next_id += 1
+            self._pending[command_id] = future
+            self._out.send_bytes(_COMMAND + pickle.dumps((command_id, name, args, self._clock_ns())))
+        return future.result(timeout)
+
+    def _listen(self) -> None:
+        while True:
+            try:
+                kind, *payload = self._in.recv()
+            except (EOFError, OSError):
+                break
+            if kind == 'reply':
+                command_id, ok, value = payload
+                future = self._pending.pop(command_id)
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+            elif kind == 'transition':
+                self._on_transition(payload[0])
+            elif kind == 'warning':
+                self._on_warning(payload[0])
+            elif kind == 'status':
+                self._snapshot = payload[0]
+        for future in self._pending.values():  # the child is gone
+            future.set_exception(RecorderError('the episode writer process ended'))
+        self._pending.clear()
+
+
+def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: RecorderSettings) -> None:
+    """Run EpisodeRecorder on what the pipe brings, until told to close or the ROS process is gone."""
+    # Ctrl-C reaches the whole process group; the ROS process decides how the episode ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    out_lock = threading.Lock()
+
+    def send(item: tuple[Any, ...]) -> None:
+        with out_lock:
+            conn_out.send(item)
+
+    recorder: EpisodeRecorder | None = None
+    topics: list[str] = []
+    # The ROS process's clock (sim time under use_sim_time), as last heard: each command carries it and
+    # every message's receive time advances it.
+    now = [time.time_ns()]
+    try:
+        recorder = EpisodeRecorder(Dataset.open(dataset_root), settings, clock_ns=lambda: now[0],
+                                   on_transition=lambda t: send(('transition', t)),
+                                   on_warning=lambda m: send(('warning', m)))
+        startup_error: BaseException | None = None
+    except RobodataError as err:
+        startup_error = err
+    stop_status = threading.Event()
+    if recorder is not None:
+        threading.Thread(target=_report_status, args=(recorder, send, stop_status), daemon=True).start()
+    try:
+        while True:
+            try:
+                frame = conn_in.recv_bytes()
+            except (EOFError, OSError):  # the ROS process died: close what runs, as Ctrl-C would
+                if recorder is not None:
+                    recorder.close('interrupted')
+                return
+            if frame[:1] == _MESSAGE:
+                if recorder is not None:
+                    _, index, t_ns = _HEADER.unpack_from(frame)
+                    now[0] = max(now[0], t_ns)
+                    recorder.on_message(topics[index], memoryview(frame)[_HEADER.size:], t_ns)
+                continue
+            command_id, name, args, now[0] = pickle.loads(frame[1:])
+            try:
+                if startup_error is not None:
+                    raise startup_error
+                assert recorder is not None
+                if name == 'ready':
+                    value = None
+                elif name == 'add_topic':
+                    topic, msgtype, latched, rate, reliable = args
+                    recorder.add_topic(topic, msgtype, latched=latched, expected_rate_hz=rate, reliable=reliable)
+                    topics.append(topic)
+                    value = None
+                elif name == 'close':
+                    value = recorder.close(*args)
+                    send(('reply', command_id, True, value))
+                    return
+                else:
+                    value = getattr(recorder, name)(*args)
+                send(('reply', command_id, True, value))
+            except BaseException as err:  # handed back to the caller in the ROS process
+                send(('reply', command_id, False, err))
+    finally:
+        stop_status.set()
+
+
+def _report_status(recorder: EpisodeRecorder, send: Callable[[tuple[Any, ...]], None],
+                   stop: threading.Event) -> None:
+    while not stop.wait(1.0):
+        status = recorder.status()
+        if status is not None:
+            try:
+                send(('status', status))
+            except (OSError, ValueError):
+                return
+    time.sleep(0)
