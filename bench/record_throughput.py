@@ -41,16 +41,35 @@ def env_for(domain: int) -> dict[str, str]:
     return {**os.environ, 'ROS_DOMAIN_ID': str(domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
 
 
+def process_tree(pid: int) -> list[int]:
+    """The process and its descendants (the recorder's writer runs in a child process)."""
+    pids, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        pids.append(current)
+        for task in Path(f'/proc/{current}/task').iterdir():
+            children = task / 'children'
+            if children.exists():
+                queue += [int(c) for c in children.read_text().split()]
+    return pids
+
+
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    total = 0.0
+    for member in process_tree(pid):
+        fields = Path(f'/proc/{member}/stat').read_text().rsplit(')', 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
 
 
 def peak_rss_mb(pid: int) -> float:
-    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
-        if line.startswith('VmHWM:'):
-            return int(line.split()[1]) / 1024
-    return float('nan')
+    """Sum of each process's peak resident memory in the tree."""
+    total = 0.0
+    for member in process_tree(pid):
+        for line in Path(f'/proc/{member}/status').read_text().splitlines():
+            if line.startswith('VmHWM:'):
+                total += int(line.split()[1]) / 1024
+    return total
 
 
 class ServiceClient:
@@ -160,7 +179,8 @@ def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
         rec_kept += got
         bare_total += bgot
     loss = rec['loss']
-    print(f'recorder: CPU {rec["cpu_pct"]:.0f}% of one core, peak RSS {rec["peak_rss_mb"]:.0f} MiB, '
+    print(f'recorder (ROS process + writer process): CPU {rec["cpu_pct"]:.0f}% of one core, '
+          f'peak RSS {rec["peak_rss_mb"]:.0f} MiB, '
           f'bag {rec["bag_mb"]:.0f} MiB, loss by header stamps {loss["missing_by_stamp"]}, '
           f'dropped by recorder {loss["dropped_by_recorder"]}, lost in transport {loss["lost_in_transport"]}, '
           f'stop answered in {rec["stop_s"]:.1f} s')
