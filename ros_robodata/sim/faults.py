@@ -1,0 +1,100 @@
+"""Fault injection on produced samples, so the quality checks can be tested against known windows."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ros_robodata.sim.samples import ImageSample, JointSample, Sample, WrenchSample
+
+KINDS = ('blur', 'freeze', 'drop', 'silent', 'nan', 'spike', 'clock_jump')
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected fault on one stream over [start_s, end_s) of sim time.
+
+    magnitude: blur kernel size (px, odd), spike force (N), clock jump (s); fraction: share of messages dropped.
+    """
+
+    stream: str
+    kind: str
+    start_s: float
+    end_s: float
+    fraction: float = 0.5
+    magnitude: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f'fault kind {self.kind!r} is not one of {", ".join(KINDS)}')
+        if not self.end_s > self.start_s:
+            raise ValueError(f'fault window [{self.start_s}, {self.end_s}) is empty')
+
+    def active(self, t: float) -> bool:
+        return self.start_s <= t < self.end_s
+
+
+_DEFAULT_MAGNITUDE = {'blur': 21.0, 'spike': 250.0, 'clock_jump': 0.5}
+
+
+class FaultInjector:
+    """Applies faults in order; keeps what each needs (last good frame) and counts what it touched."""
+
+    def __init__(self, faults: list[Fault] | None, rng: np.random.Generator) -> None:
+        self.faults = list(faults or [])
+        self._rng = rng
+        self._last_frame: dict[str, np.ndarray] = {}
+        self._frozen: dict[int, np.ndarray] = {}
+        self.affected = [0] * len(self.faults)
+
+    def apply(self, s: Sample) -> Sample | None:
+        """The sample as published (a copy when changed), or None when it is not published."""
+        t = s.stamp
+        out = s
+        for i, f in enumerate(self.faults):
+            if f.stream != s.stream or not f.active(t):
+                continue
+            if f.kind == 'silent' or (f.kind == 'drop' and self._rng.random() < f.fraction):
+                self.affected[i] += 1
+                return None
+            out = self._change(i, f, out)
+        if isinstance(s.data, ImageSample):
+            self._last_frame[s.stream] = s.data.rgb
+        return out
+
+    def _change(self, i: int, f: Fault, s: Sample) -> Sample:
+        mag = f.magnitude if f.magnitude is not None else _DEFAULT_MAGNITUDE.get(f.kind, 0.0)
+        d = s.data
+        if f.kind == 'clock_jump':
+            s = copy.copy(s)
+            s.stamp += mag
+        elif f.kind == 'blur' and isinstance(d, ImageSample):
+            k = int(mag) | 1
+            s = copy.copy(s)
+            s.data = ImageSample(cv2.GaussianBlur(d.rgb, (k, k), 0), d.frame_id)
+        elif f.kind == 'freeze' and isinstance(d, ImageSample):
+            frame = self._frozen.setdefault(i, self._last_frame.get(s.stream, d.rgb))
+            s = copy.copy(s)
+            s.data = ImageSample(frame, d.frame_id)
+        elif f.kind == 'nan' and isinstance(d, JointSample):
+            pos = d.position.copy()
+            pos[0] = np.nan
+            s = copy.copy(s)
+            s.data = JointSample(d.names, pos, d.velocity, d.effort)
+        elif f.kind == 'spike' and isinstance(d, WrenchSample):
+            s = copy.copy(s)
+            s.data = WrenchSample(d.force + np.array([mag, 0.0, 0.5 * mag]), d.torque + 0.05 * mag, d.frame_id)
+        else:
+            return s
+        self.affected[i] += 1
+        return s
+
+    def report(self) -> list[dict]:
+        """The injected windows, for the episode's ground truth."""
+        return [
+            {'stream': f.stream, 'kind': f.kind, 'start_s': f.start_s, 'end_s': f.end_s, 'affected': n}
+            for f, n in zip(self.faults, self.affected, strict=True)
+        ]

@@ -1,0 +1,161 @@
+"""The simulated cell: reproducible episodes, physics ground truth, real rates, rendered frames, faults."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from ros_robodata.sim import samples as S
+from ros_robodata.sim.cell import SimCell
+from ros_robodata.sim.faults import Fault
+
+
+def _run(seed: int, index: int, mode: str = 'teleop', streams=(S.JOINT_STATES, S.WRENCH)):
+    with SimCell(seed, index, mode=mode, streams=streams) as cell:
+        out: list[S.Sample] = []
+        while not cell.finished:
+            out += cell.step_until(cell.time + 1.0)
+        return cell.ground_truth(), out
+
+
+@pytest.fixture(scope='module')
+def episodes():
+    """The demo's default: seeds 0..5 as episodes 0..5."""
+    return [_run(i, i) for i in range(6)]
+
+
+def test_same_seed_same_episode(episodes):
+    truth, samples = _run(4, 4)
+    assert truth == episodes[4][0]
+    js = [s.data.position for s in samples if s.stream == S.JOINT_STATES]
+    ref = [s.data.position for s in episodes[4][1] if s.stream == S.JOINT_STATES]
+    assert len(js) == len(ref) and all(np.array_equal(a, b) for a, b in zip(js, ref, strict=True))
+    assert SimCell(4, 4, streams=[]).scene == SimCell(4, 4, streams=[]).scene
+    assert SimCell(4, 4, streams=[]).scene != SimCell(5, 4, streams=[]).scene
+
+
+def test_default_plan_has_failure_and_recovery(episodes):
+    outcomes = [t['outcome'] for t, _ in episodes]
+    assert outcomes.count('failure') >= 1
+    assert outcomes.count('recovery') >= 1
+    assert outcomes.count('success') > len(outcomes) / 2
+
+
+def test_success_event_order_and_zone(episodes):
+    for truth, _ in episodes:
+        if truth['outcome'] != 'success':
+            continue
+        assert truth['contact_begin_s'] < truth['secured_s'] < truth['lifted_s'] < truth['released_s']
+        x, y, _z = truth['object_final_xyz']
+        cx, cy = truth['zone']['center_xy']
+        assert np.hypot(x - cx, y - cy) < truth['zone']['radius_m']
+
+
+def test_recovery_and_failure_show_the_fumble(episodes):
+    for truth, _ in episodes:
+        kinds = [e['kind'] for e in truth['events']]
+        if truth['outcome'] == 'recovery':
+            assert ('missed' in kinds or 'dropped' in kinds) and 'released' in kinds
+        if truth['outcome'] == 'failure':
+            assert not truth['success']
+
+
+def test_wrench_shows_object_weight(episodes):
+    truth, samples = next(e for e in episodes if e[0]['outcome'] == 'success')
+    fz = np.array([(s.stamp, s.data.force[2]) for s in samples if s.stream == S.WRENCH])
+    before = np.median(fz[fz[:, 0] < truth['contact_begin_s'], 1])
+    held = np.median(fz[(fz[:, 0] > truth['lifted_s'] + 0.3) & (fz[:, 0] < truth['released_s'] - 1.0), 1])
+    weight = truth['object']['mass_kg'] * 9.81
+    assert held - before == pytest.approx(weight, rel=0.25)
+
+
+def test_rates_and_frames():
+    with SimCell(1, 1, image_size=(160, 120)) as cell:
+        out = cell.step_until(2.0)
+    for stream, rate in S.DEFAULT_RATES_HZ.items():
+        stamps = [s.stamp for s in out if s.stream == stream]
+        measured = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        assert measured == pytest.approx(rate, rel=0.01), stream
+    for cam in (S.CAMERA_WRIST, S.CAMERA_SCENE):
+        frames = [s.data.rgb for s in out if s.stream == cam]
+        assert all(f.shape == (120, 160, 3) and f.dtype == np.uint8 for f in frames)
+        assert frames[0].std() > 5
+        assert not np.array_equal(frames[0], frames[-1])
+    cloud = next(s.data.points for s in out if s.stream == S.LIDAR_SCENE)
+    assert cloud.shape[1] == 4 and len(cloud) > 1000 and np.isfinite(cloud).all()
+
+
+def test_kinesthetic_completes_the_task():
+    truth, _ = _run(0, 0, mode='kinesthetic', streams=(S.JOINT_STATES,))
+    assert truth['outcome'] == 'success' and truth['mode'] == 'kinesthetic'
+
+
+WINDOW = (0.8, 1.2)
+FAULTS = [
+    (S.CAMERA_SCENE, 'blur'),
+    (S.CAMERA_SCENE, 'freeze'),
+    (S.JOINT_STATES, 'drop'),
+    (S.GRIPPER, 'silent'),
+    (S.JOINT_STATES, 'nan'),
+    (S.WRENCH, 'spike'),
+    (S.WRENCH, 'clock_jump'),
+]
+
+
+def _stream(stream: str, faults=None) -> tuple[list[S.Sample], dict]:
+    with SimCell(2, 0, faults=faults, streams=[stream], image_size=(160, 120)) as cell:
+        return cell.step_until(1.6), cell.ground_truth()
+
+
+def _inside(s: S.Sample) -> bool:
+    return WINDOW[0] <= s.seq / S.DEFAULT_RATES_HZ[s.stream] < WINDOW[1]
+
+
+def _same(a: S.Sample, b: S.Sample) -> bool:
+    if a.stamp != b.stamp:
+        return False
+    fields = {S.ImageSample: 'rgb', S.JointSample: 'position', S.WrenchSample: 'force'}
+    attr = fields[type(a.data)]
+    return np.array_equal(getattr(a.data, attr), getattr(b.data, attr), equal_nan=False)
+
+
+def _sharpness(rgb: np.ndarray) -> float:
+    return float(cv2.Laplacian(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), cv2.CV_64F).var())
+
+
+@pytest.mark.parametrize(('stream', 'kind'), FAULTS)
+def test_fault_changes_its_window_only(stream, kind):
+    clean, _ = _stream(stream)
+    faulty, truth = _stream(stream, [Fault(stream, kind, *WINDOW, fraction=0.5)])
+    by_seq = {s.seq: s for s in faulty}
+    outside = [s for s in clean if not _inside(s)]
+    assert all(s.seq in by_seq and _same(s, by_seq[s.seq]) for s in outside)
+    inside = [s for s in clean if _inside(s)]
+    kept = [(s, by_seq[s.seq]) for s in inside if s.seq in by_seq]
+    if kind == 'silent':
+        assert not kept
+    elif kind == 'drop':
+        assert 0.2 * len(inside) < len(inside) - len(kept) < 0.8 * len(inside)
+    else:
+        assert len(kept) == len(inside) and not any(_same(a, b) for a, b in kept[1:])
+    if kind == 'blur':
+        assert all(_sharpness(b.data.rgb) < 0.5 * _sharpness(a.data.rgb) for a, b in kept)
+    if kind == 'freeze':
+        assert all(np.array_equal(b.data.rgb, kept[0][1].data.rgb) for _, b in kept)
+    if kind == 'nan':
+        assert all(np.isnan(b.data.position[0]) for _, b in kept)
+    if kind == 'spike':
+        assert all(np.linalg.norm(b.data.force) > 100 for _, b in kept)
+    if kind == 'clock_jump':
+        assert all(b.stamp - a.stamp == pytest.approx(0.5) for a, b in kept)
+    (report,) = truth['faults']
+    assert (report['stream'], report['kind'], report['start_s'], report['end_s']) == (stream, kind, *WINDOW)
+    assert report['affected'] > 0
+
+
+def test_bad_fault_and_mode_are_rejected():
+    with pytest.raises(ValueError):
+        Fault(S.WRENCH, 'gremlins', 0.0, 1.0)
+    with pytest.raises(ValueError):
+        SimCell(0, mode='telepathy', streams=[])
