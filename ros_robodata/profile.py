@@ -240,8 +240,15 @@ class Topics:
         seen: dict[str, str] = {}
         for key, role, spec in self.entries():
             if spec.topic in seen:
+                if role == 'gripper' and self.gripper_in_joint_states:
+                    continue  # many rigs publish the gripper joint in /joint_states: recorded once
                 raise _Invalid(f'{spec.topic!r} is already recorded as {seen[spec.topic]}', f'{key}.topic')
             seen[spec.topic] = role
+
+    @property
+    def gripper_in_joint_states(self) -> bool:
+        """True when the gripper's joint is read from the joint_states topic itself."""
+        return self.gripper is not None and self.gripper.topic == self.joint_states.topic
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,7 +325,8 @@ class Profile:
     def all_topics(self) -> list[tuple[str, TopicSpec]]:
         """(role, spec) for every topic to record: joint_states, actions, gripper, wrench,
         camera/<name>..., lidar/<name>..., extra..., in that order."""
-        return [(role, spec) for _, role, spec in self.topics.entries()]
+        shared = self.topics.gripper_in_joint_states
+        return [(role, spec) for _, role, spec in self.topics.entries() if not (shared and role == 'gripper')]
 
     def to_dict(self) -> dict[str, Any]:
         """The content as plain data (no source, no hash); profile_from_dict() reads it back."""

@@ -408,3 +408,18 @@ def test_a_float_is_never_taken_for_a_whole_number() -> None:
 def test_core_does_not_import_rclpy() -> None:
     code = 'import sys, ros_robodata.profile; sys.exit(1 if "rclpy" in sys.modules else 0)'
     assert subprocess.run([sys.executable, '-c', code], check=False).returncode == 0
+
+
+def test_a_gripper_joint_inside_joint_states_is_recorded_once(tmp_path: Path) -> None:
+    path = write(tmp_path, FULL.replace('topic: /gripper/joint_states', 'topic: /joint_states'))
+    profile = load_profile(path)
+    assert profile.topics.gripper_in_joint_states
+    assert profile.topics.gripper is not None and profile.topics.gripper.joint == 'finger'
+    topics = [spec.topic for _, spec in profile.all_topics()]
+    assert topics.count('/joint_states') == 1 and 'gripper' not in [role for role, _ in profile.all_topics()]
+
+
+def test_only_the_gripper_may_share_the_joint_states_topic(tmp_path: Path) -> None:
+    for text in (FULL, FULL.replace('topic: /gripper/joint_states', 'topic: /joint_states')):
+        path = write(tmp_path, text.replace('topic: /wrench,', 'topic: /joint_states,'))
+        assert "topics.wrench.topic: '/joint_states' is already recorded as joint_states" in error_of(path)
