@@ -216,7 +216,8 @@ class RecorderNode(Node):
         if status['dropped_by_recorder']:
             head.level = DiagnosticStatus.WARN
             head.message += f'; {status["dropped_by_recorder"]} message(s) dropped (writer behind)'
-        head.values = [KeyValue(key='episode_id', value=str(status['episode_id'] or '')),
+        head.values = [KeyValue(key='node', value=self.get_fully_qualified_name()),
+                       KeyValue(key='episode_id', value=str(status['episode_id'] or '')),
                        KeyValue(key='queued_bytes', value=str(status['queued_bytes'])),
                        KeyValue(key='pending_topics', value=','.join(sorted(self._pending))),
                        KeyValue(key='unrecordable_topics', value=','.join(self._unrecordable))]
