@@ -47,7 +47,7 @@ def test_check_all_covers_every_launch_file():
 def test_record_launch_declares_the_recorder_arguments_and_passes_them_on():
     launch = ET.parse(ROOT / 'launch' / RECORD).getroot()
     args = {arg.get('name'): arg for arg in launch.findall('arg')}
-    assert set(args) == {'profile', 'dataset', 'task', 'operator', 'mode', 'use_sim_time'}
+    assert set(args) == {'profile', 'dataset', 'task', 'operator', 'mode', 'delete_discarded', 'use_sim_time'}
     assert args['profile'].get('default') == '$(find-pkg-share ros_robodata)/config/sim_cell.yaml'
     assert args['dataset'].get('default') == 'robodata_dataset'
     assert args['mode'].get('default') == 'teleop'
