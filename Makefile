@@ -19,12 +19,11 @@ STAMP_COLCON := install/.robodata-colcon
 
 setup: $(STAMP_VENV) $(STAMP_COLCON) $(STAMP_EDITABLE)
 
-# Until the simulated cell lands (issue 4): validate its profile, make a dataset, describe it.
-DEMO_DATASET ?= robodata_demo
+# The simulated cell and the recorder on real DDS, 6 scripted episodes into robodata_demo/dataset
+# (e.g. make demo DEMO_ARGS='--episodes 2 --seed 7'; see robodata demo --help).
+DEMO_ARGS ?=
 demo: setup
-	$(VENV)/bin/robodata profile config/sim_cell.yaml
-	@test -f $(DEMO_DATASET)/dataset.yaml || $(VENV)/bin/robodata init $(DEMO_DATASET) --profile config/sim_cell.yaml
-	$(VENV)/bin/robodata info $(DEMO_DATASET)
+	$(VENV)/bin/robodata demo $(DEMO_ARGS)
 
 test: setup
 	$(VENV)/bin/ruff check ros_robodata test bench tools

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from ros_robodata import __version__
-from ros_robodata.cli import dataset_cmds, info, keys_cmd, launch_cmd, profile_cmd, record_cmd, repair
+from ros_robodata.cli import dataset_cmds, demo_cmd, info, keys_cmd, launch_cmd, profile_cmd, record_cmd, repair
 from ros_robodata.errors import RobodataError
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch_cmd.add_parser(sub)
     record_cmd.add_parser(sub)
     keys_cmd.add_parser(sub)
+    demo_cmd.add_parser(sub)
     return parser
 
 
