@@ -138,13 +138,7 @@ class _Demo:
                 image_width=self.image_size[0], image_height=self.image_size[1]))
             recorder = RecorderNode(parameter_overrides=params(
                 profile=profile, dataset=str(self.dataset_root), task=TASK, operator=OPERATOR, mode=args.mode))
-            chained = recorder.recorder._on_transition  # the node's own announcement, then ours
-
-            def on_transition(transition: Any) -> None:
-                chained(transition)
-                self._on_transition(transition)
-
-            recorder.recorder._on_transition = on_transition
+            recorder.recorder.add_transition_listener(self._on_transition)  # after the node's own announcement
             executor = make_executor()
             executor.add_node(recorder)
             spinning.set()

@@ -51,7 +51,7 @@ class RecorderProcess:
         self._process.start()
         child_in.close()
         child_out.close()
-        self._on_transition = on_transition or (lambda _t: None)
+        self._transition_listeners: list[Callable[[Transition], None]] = [on_transition] if on_transition else []
         self._on_warning = on_warning or (lambda _m: None)
         self._topics: dict[str, int] = {}
         self._send_lock = threading.Lock()
@@ -62,6 +62,10 @@ class RecorderProcess:
         self._listener = threading.Thread(target=self._listen, name='episode-writer-replies', daemon=True)
         self._listener.start()
         self._command('ready')  # the child is up and has opened the dataset (raises its error if not)
+
+    def add_transition_listener(self, listener: Callable[[Transition], None]) -> None:
+        """Also call `listener` for every episode transition (after the ones given at construction)."""
+        self._transition_listeners.append(listener)
 
     # -- intake -----------------------------------------------------------------------------------
 
@@ -136,7 +140,8 @@ class RecorderProcess:
                 else:
                     future.set_exception(value)
             elif kind == 'transition':
-                self._on_transition(payload[0])
+                for listener in list(self._transition_listeners):
+                    listener(payload[0])
             elif kind == 'warning':
                 self._on_warning(payload[0])
             elif kind == 'status':
