@@ -1,0 +1,214 @@
+"""The demo's ROS side: the recorder and the simulated cell in one process on real DDS, a scripted operator.
+
+One rclpy context, two nodes: the recorder (spun by its executor in a thread, as `robodata record` spins it) and
+the sim cell (publishing from the main thread, paced to the wall clock). The scripted operator starts each
+episode, acts it out, labels it with the outcome it knows from the physics and stops it; the ground truth is
+written next to the episode as ground_truth.json. `robodata demo` (ros_robodata/cli/demo_cmd.py) runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ros_robodata.cli.common import stderr
+from ros_robodata.errors import RobodataError
+from ros_robodata.nodes.common import make_executor
+from ros_robodata.nodes.recorder import RecorderNode
+from ros_robodata.nodes.sim_cell import SimCellNode
+
+TASK = 'pick_place_cube'
+OPERATOR = 'scripted'
+# After the cell's last sample, before the stop: lets DDS deliver what is in flight into this episode.
+_LINGER_S = 0.1
+_STOP_TIMEOUT_S = 60.0
+
+
+def profile_path() -> Path:
+    """config/sim_cell.yaml: next to the package (source tree, editable install) or in share/ros_robodata."""
+    import ros_robodata
+
+    candidates = [Path(ros_robodata.__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml']
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            candidates.append(Path(prefix) / 'share' / 'ros_robodata' / 'config' / 'sim_cell.yaml')
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise RobodataError('cannot find config/sim_cell.yaml (looked next to the package and in AMENT_PREFIX_PATH)')
+
+
+def run_demo(args: argparse.Namespace, image_size: tuple[int, int]) -> int:
+    """Record args.episodes episodes into args.out/dataset and print the summary."""
+    # Discovery stays on this machine unless the user chose otherwise; the domain is the environment's.
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return _Demo(args, out / 'dataset', image_size).run()
+
+
+def _terminate(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM closes the running episode as interrupted, as Ctrl-C does
+
+
+class _Demo:
+    def __init__(self, args: argparse.Namespace, dataset_root: Path, image_size: tuple[int, int]) -> None:
+        self.args, self.dataset_root, self.image_size = args, dataset_root, image_size
+        self.rows: list[dict[str, Any]] = []
+        self._stopped: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def _on_transition(self, transition: Any) -> None:
+        if transition.kind in ('stop', 'discard'):
+            with self._lock:
+                event = self._stopped.setdefault(transition.episode.id, threading.Event())
+            event.set()
+
+    def _stop_event(self, episode_id: str) -> threading.Event:
+        with self._lock:
+            return self._stopped.setdefault(episode_id, threading.Event())
+
+    def run(self) -> int:
+
+
+
+        args = self.args
+        profile = str(profile_path())
+        # The executor shares the GIL with the writer's reply thread and the sim: keep turns short (as the recorder).
+        sys.setswitchinterval(0.0005)
+        # Ctrl-C stays a KeyboardInterrupt in the main thread; the recorder is closed below, then ROS.
+        rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+        signal.signal(signal.SIGTERM, _terminate)
+        recorder = sim = None
+        spinning = threading.Event()
+        spinner = None
+        interrupted = False
+        t_start = time.monotonic()
+        try:
+            def params(**values: Any) -> list[Parameter]:
+                return [Parameter(name, value=value) for name, value in values.items()]
+
+            sim = SimCellNode(parameter_overrides=params(
+                profile=profile, seed=args.seed, episodes=args.episodes, mode=args.mode,
+                image_width=self.image_size[0], image_height=self.image_size[1]))
+            recorder = RecorderNode(parameter_overrides=params(
+                profile=profile, dataset=str(self.dataset_root), task=TASK, operator=OPERATOR, mode=args.mode))
+            recorder.recorder.add_transition_listener(self._on_transition)  # after the node's own announcement
+            executor = make_executor()
+            executor.add_node(recorder)
+            spinning.set()
+
+            def spin() -> None:
+                while spinning.is_set() and rclpy.ok():
+                    executor.spin_once(timeout_sec=0.1)
+
+            spinner = threading.Thread(target=spin, name='recorder-executor', daemon=True)
+            spinner.start()
+            gc.collect()
+            gc.freeze()
+            if not sim.cell.wait_for_subscribers(timeout_s=15.0):
+                stderr.print('[yellow]robodata demo: not every sim topic has the recorder subscribed yet[/]')
+            self._episodes(recorder, sim)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            if recorder is not None:
+                episode = recorder.recorder.close('interrupted')
+                if episode is not None:
+                    stderr.print(f'robodata demo: episode {episode.id} closed as {episode.status}')
+            spinning.clear()
+            if spinner is not None:
+                spinner.join(2.0)
+            for node in (recorder, sim):
+                if node is not None:
+                    node.destroy_node()
+            if rclpy.ok():
+                rclpy.shutdown()
+        self._summary(time.monotonic() - t_start, interrupted)
+        if interrupted:
+            raise KeyboardInterrupt
+        return 0
+
+    def _episodes(self, recorder: Any, sim: Any) -> None:
+
+        from ros_robodata.cli.common import stderr
+        from ros_robodata.dataset import Dataset
+
+        args = self.args
+        dataset = Dataset.open(self.dataset_root)
+        columns = (TextColumn('{task.description}'), BarColumn(), TextColumn('{task.completed}/{task.total}'),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=stderr, transient=False) as progress:
+            overall = progress.add_task('episodes', total=args.episodes)
+            for i in range(args.episodes):
+                seed = args.seed + i
+                label = f'episode {i + 1}/{args.episodes} (seed {seed})'
+                progress.update(overall, description=f'{label}: building the cell')
+                state: dict[str, Any] = {'label': label, 'id': '', 'shown': 0.0}
+
+                def on_start(state: dict[str, Any] = state) -> None:
+                    state['id'] = recorder.recorder.request_start(TASK, OPERATOR, args.mode)
+                    state['label'] = f'{state["label"]} {state["id"]}'
+                    progress.update(overall, description=f'{state["label"]}: recording')
+
+                def on_step(t: float, state: dict[str, Any] = state) -> None:
+                    if t - state['shown'] >= 0.25:
+                        state['shown'] = t
+                        progress.update(overall, description=f'{state["label"]}: {t:4.1f} s')
+
+                truth = sim.cell.run_episode(seed, i, args.mode, on_start=on_start, on_step=on_step)
+                episode_id = state['id']
+                time.sleep(_LINGER_S)
+                recorder.recorder.request_outcome(truth['outcome'], f'scripted operator (seed {seed})')
+                recorder.recorder.request_stop()
+                if not self._stop_event(episode_id).wait(_STOP_TIMEOUT_S):
+                    raise RobodataError(f'episode {episode_id}: the recorder did not close it within '
+                                        f'{_STOP_TIMEOUT_S:g} s')
+                truth['episode_id'] = episode_id
+                path = dataset.episode_dir(episode_id) / 'ground_truth.json'
+                path.write_text(json.dumps(truth, indent=2) + '\n')
+                self.rows.append({'id': episode_id, 'truth': truth})
+                progress.update(overall, advance=1, description=f'{label}: {truth["outcome"]}')
+            progress.update(overall, description='episodes recorded')
+
+    def _summary(self, wall_s: float, interrupted: bool) -> None:
+        from rich.table import Table
+
+        from ros_robodata.cli.common import stdout
+        from ros_robodata.dataset import Dataset, is_dataset
+
+        if not is_dataset(self.dataset_root):
+            return
+        dataset = Dataset.open(self.dataset_root)
+        table = Table(title=f'robodata demo: {len(self.rows)} episode(s) in {wall_s:.0f} s'
+                            f'{" (interrupted)" if interrupted else ""}')
+        for name, justify in (('episode', 'left'), ('outcome', 'left'), ('status', 'left'), ('duration s', 'right'),
+                              ('messages', 'right'), ('issues found', 'right')):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        ids = [row['id'] for row in self.rows]
+        if interrupted:  # the episode Ctrl-C closed is in the catalog, not in rows
+            closed = [i for i in dataset.episode_ids() if dataset.episode(i).status == 'interrupted']
+            ids += [i for i in closed if i not in ids][-1:]
+        for episode in (dataset.episode(i) for i in ids):
+            if episode.marked_start_ns and episode.marked_stop_ns:
+                duration = f'{(episode.marked_stop_ns - episode.marked_start_ns) / 1e9:.1f}'
+            else:
+                duration = '-'
+            messages = sum(int(t.get('count', 0)) for t in episode.topics.values())
+            table.add_row(episode.id, episode.outcome, episode.status, duration, str(messages),
+                          str(episode.loss.get('total_lost', 0)))
+        stdout.print(table)
+        stdout.print(f'dataset: {self.dataset_root.resolve()}')
