@@ -182,7 +182,7 @@ def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
     print(f'recorder (ROS process + writer process): CPU {rec["cpu_pct"]:.0f}% of one core, '
           f'peak RSS {rec["peak_rss_mb"]:.0f} MiB, '
           f'bag {rec["bag_mb"]:.0f} MiB, loss by header stamps {loss["missing_by_stamp"]}, '
-          f'dropped by recorder {loss["dropped_by_recorder"]}, lost in transport {loss["lost_in_transport"]}, '
+          f'dropped by recorder {loss["dropped_by_recorder"]}, '
           f'stop answered in {rec["stop_s"]:.1f} s')
     worst = max((t['latency_ms_max'] or 0.0, topic) for topic, t in loss['topics'].items())
     print(f'recorder receive latency (header stamp to callback): worst {worst[0]:.0f} ms on {worst[1]}; '

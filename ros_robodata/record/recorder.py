@@ -119,7 +119,6 @@ class EpisodeRecorder:
         self._episode: Episode | None = None
         self._stats: dict[str, TopicStats] = {}
         self._dropped_at_start: dict[str, int] = {}
-        self._last_episode_id: str | None = None
         # What the commands issued so far make of the recorder, known at once on the caller's thread
         # (the writer may still be working through the queue): the running episode and the last one.
         self._intent_lock = threading.Lock()
@@ -149,10 +148,6 @@ class EpisodeRecorder:
             return
         self._enqueued_bytes += size
         self._queue.put((topic, t_ns, data))
-
-    def note_lost(self, topic: str, count: int) -> None:
-        """DDS reported `count` samples of `topic` lost before they reached us."""
-        self._queue.put(_Command(self._note_lost, (topic, count)))
 
     def start(self, task: str = '', operator: str = '', mode: str = '') -> Episode:
         """Start an episode and wait until its pre-roll is written; returns it."""
@@ -339,10 +334,6 @@ class EpisodeRecorder:
             return
         self._stats[topic].update(t_ns, data)
 
-    def _note_lost(self, topic: str, count: int) -> None:
-        if topic in self._stats and self._bag is not None:
-            self._stats[topic].lost_in_transport += count
-
     def _start(self, episode_id: str, task: str, operator: str, mode: str, t_ns: int) -> Episode:
         if self._episode is not None:
             raise RecorderError(f'episode {self._episode.id} is recording; stop it first')
@@ -404,7 +395,6 @@ class EpisodeRecorder:
             'total_lost': sum(s.lost for s in self._stats.values()),
             'missing_by_stamp': sum(s.missing_by_stamp for s in self._stats.values()),
             'dropped_by_recorder': sum(s.dropped_by_recorder for s in self._stats.values()),
-            'lost_in_transport': sum(s.lost_in_transport for s in self._stats.values()),
             'topics': per_topic,
         }
         if message:
@@ -412,7 +402,6 @@ class EpisodeRecorder:
         self.dataset.save_episode(episode)
         if status != 'incomplete':
             episode = self.dataset.record_checksums(episode.id, who=episode.operator or None)
-        self._last_episode_id = episode.id
         return episode
 
     def _stop(self, status: str, t_ns: int, message: str, episode_id: str | None = None) -> Episode:
@@ -473,7 +462,7 @@ class EpisodeRecorder:
             'queued_bytes': self._enqueued_bytes - self._taken_bytes,
             'dropped_by_recorder': sum(self._dropped.values()),
             'topics': topics,
-            'last_episode_id': self._last_episode_id,
+            'last_episode_id': self._intended_last,
         }
 
     def _close(self, status: str, t_ns: int) -> Episode | None:
@@ -527,5 +516,4 @@ class EpisodeRecorder:
             self.dataset.save_episode(episode)
         except OSError as save_err:
             self._warn(f'could not update episode.yaml of {episode.id}: {save_err}')
-        self._last_episode_id = episode.id
         self._notify(Transition('stop', episode, t_ns, text))

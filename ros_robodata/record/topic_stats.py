@@ -3,7 +3,7 @@
 Loss is judged by header stamps, the only evidence a stream of anonymous CDR messages carries:
 a gap longer than 1.5 sample periods means round(gap / period) - 1 samples never arrived. The
 period is the profile's expected rate or, without one, learnt from the stream itself. What the
-recorder itself had to drop and what DDS reported lost are counted separately.
+recorder itself had to drop is counted separately.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ class TopicStats:
     out_of_order: int = 0
     duplicate_stamps: int = 0
     dropped_by_recorder: int = 0
-    lost_in_transport: int = 0
     latency_sum_ns: int = 0
     latency_max_ns: int = 0
     latency_samples: int = 0
@@ -103,7 +102,7 @@ class TopicStats:
 
     @property
     def lost(self) -> int:
-        return self.missing_by_stamp + self.dropped_by_recorder + self.lost_in_transport
+        return self.missing_by_stamp + self.dropped_by_recorder
 
     def summary(self) -> dict[str, Any]:
         """What episode.yaml keeps for this topic."""
@@ -123,7 +122,6 @@ class TopicStats:
             'missing_by_stamp': self.missing_by_stamp,
             'gaps': self.gaps,
             'dropped_by_recorder': self.dropped_by_recorder,
-            'lost_in_transport': self.lost_in_transport,
             'out_of_order_stamps': self.out_of_order,
             'duplicate_stamps': self.duplicate_stamps,
             'latency_ms_mean': None if mean is None else round(mean, 3),
