@@ -94,6 +94,7 @@ class SimCell:
         self._obj_q, self._obj_v = int(obj.qposadr[0]), int(obj.dofadr[0])
         self._obj_geom = int(m.geom(f'{TARGET}_geom').id)
         self._fingers = (int(m.geom('finger_left_geom').id), int(m.geom('finger_right_geom').id))
+        self._finger_bodies = {int(m.geom_bodyid[g]) for g in self._fingers}
 
         mujoco.mj_forward(m, d)
         self._tcp_z0 = float(d.site('tcp').xpos[2])
@@ -205,6 +206,9 @@ class SimCell:
             )
             for g in self._fingers
         ]
+        others = geoms[(geoms[:, 0] == self._obj_geom) | (geoms[:, 1] == self._obj_geom)].ravel()
+        others = others[others != self._obj_geom]
+        on_support = any(int(self.model.geom_bodyid[g]) not in self._finger_bodies for g in others)
         self._truth.update(
             Reading(
                 t=self.time,
@@ -214,6 +218,8 @@ class SimCell:
                 obj=d.qpos[self._obj_q : self._obj_q + 3].copy(),
                 obj_vel=d.qvel[self._obj_v : self._obj_v + 3].copy(),
                 tcp_vel=d.qvel[self._arm_v[:3]].copy(),
+                finger_vel=float(d.qvel[self._finger_v]),
+                on_support=on_support,
             )
         )
 

@@ -13,6 +13,8 @@ import numpy as np
 DEBOUNCE = 10  # consecutive 500 Hz readings (20 ms) before a state change counts
 LIFT_M = 0.01
 FULLY_CLOSED = 0.004
+CLOSING_SPEED = 0.1  # m/s of finger travel: the fingers are closing, not settling or jittering
+OPEN = 0.036  # fingers at least this far apart count as open (re-arms 'closing')
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Reading:
     obj: np.ndarray
     obj_vel: np.ndarray
     tcp_vel: np.ndarray
+    finger_vel: float = 0.0
+    on_support: bool = True  # the object touches the table (or anything but the fingers)
 
 
 class _Debounced:
@@ -60,6 +64,11 @@ class GroundTruth:
     _contact: _Debounced = field(default_factory=_Debounced)
     _secured: _Debounced = field(default_factory=_Debounced)
     _lifted_this_grasp: bool = False
+    _off_support_this_grasp: bool = False
+    _support: _Debounced = field(default_factory=_Debounced)
+    _closing: bool = True  # armed once the fingers have rested open (the start-up settling is not a stroke)
+    _open_still: int = 0
+    _closing_run: list[float] = field(default_factory=list)
     _closing_touched: bool = False
     _was_open: bool = True
     _last: Reading | None = None
@@ -76,9 +85,25 @@ class GroundTruth:
         if t is not None:
             if self._secured.value:
                 self.events.append((t, 'secured'))
-                self._lifted_this_grasp = False
+                self._lifted_this_grasp = self._off_support_this_grasp = False
             else:
                 self.events.append((t, 'dropped' if height > 0.015 else 'released'))
+        t = self._support.update(not r.on_support, r.t)
+        if t is not None and self._support.value and self._secured.value and not self._off_support_this_grasp:
+            self._off_support_this_grasp = True
+            self.events.append((t, 'lift_off'))
+        # Closing: an open gripper's fingers start moving together (once per open-to-closed stroke).
+        # Re-armed after the fingers rested open for DEBOUNCE readings; three agreeing readings start a stroke.
+        self._open_still = self._open_still + 1 if r.finger > OPEN and abs(r.finger_vel) < CLOSING_SPEED / 10 else 0
+        if self._open_still >= DEBOUNCE:
+            self._closing = False
+        if self._closing or r.finger_vel > -CLOSING_SPEED:
+            self._closing_run.clear()
+        else:
+            self._closing_run.append(r.t)
+            if len(self._closing_run) == 3:
+                self._closing = True
+                self.events.append((self._closing_run[0], 'closing'))
         if self._secured.value and not self._lifted_this_grasp and height > LIFT_M:
             self._lifted_this_grasp = True
             self.events.append((r.t, 'lifted'))
@@ -120,6 +145,7 @@ class GroundTruth:
             'success': self.in_zone(),
             'contact_begin_s': self._first('contact_begin'),
             'secured_s': self._first('secured'),
+            'lift_off_s': self._first('lift_off'),
             'lifted_s': self._first('lifted'),
             'released_s': self._last_of('released'),
             'contact_end_s': self._last_of('contact_end'),
