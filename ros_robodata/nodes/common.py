@@ -11,6 +11,7 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ros_robodata.errors import RobodataError
 
@@ -31,6 +32,27 @@ def clock_of(node: Node) -> Callable[[], int]:
         clock = node.get_clock()
         return lambda: clock.now().nanoseconds
     return time.time_ns
+
+
+def matching_qos(node: Node, spec: Any) -> QoSProfile | None:
+    """The QoS that matches a profile topic's publishers, as rosbag2 chooses it; None = no publisher yet."""
+    depth = max(100, int(5 * (spec.rate_hz or 0)))  # 5 s of slack before DDS drops anything
+    if spec.latched:
+        return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+    if spec.qos in ('reliable', 'best_effort'):
+        reliability = ReliabilityPolicy.RELIABLE if spec.qos == 'reliable' else ReliabilityPolicy.BEST_EFFORT
+        return QoSProfile(depth=depth, reliability=reliability)
+    publishers = node.get_publishers_info_by_topic(spec.topic)
+    if not publishers:
+        return None
+    reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
+    durable = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
+    return QoSProfile(
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if durable else DurabilityPolicy.VOLATILE,
+    )
 
 
 def make_executor(fast: bool = True) -> Any:

@@ -17,13 +17,13 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
 from ros_robodata.dataset import Dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
-from ros_robodata.nodes.common import clock_of, declare, run_node
+from ros_robodata.nodes.common import clock_of, declare, matching_qos, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.record.recorder import RecorderSettings, Transition
 from ros_robodata.record.writer_process import RecorderProcess
@@ -84,29 +84,9 @@ class RecorderNode(Node):
 
     # -- subscriptions ----------------------------------------------------------------------------
 
-    def _qos_for(self, spec: Any) -> QoSProfile | None:
-        """The QoS that matches the topic's publishers, as rosbag2 chooses it; None = no publisher yet."""
-        depth = max(100, int(5 * (spec.rate_hz or 0)))  # 5 s of slack before DDS drops anything
-        if spec.latched:
-            return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
-                              durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
-        if spec.qos in ('reliable', 'best_effort'):
-            reliability = ReliabilityPolicy.RELIABLE if spec.qos == 'reliable' else ReliabilityPolicy.BEST_EFFORT
-            return QoSProfile(depth=depth, reliability=reliability)
-        publishers = self.get_publishers_info_by_topic(spec.topic)
-        if not publishers:
-            return None
-        reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
-        durable = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
-        return QoSProfile(
-            depth=depth,
-            reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL if durable else DurabilityPolicy.VOLATILE,
-        )
-
     def _subscribe_what_we_can(self) -> None:
         for topic, spec in list(self._pending.items()):
-            qos = self._qos_for(spec)
+            qos = matching_qos(self, spec)
             if qos is None:
                 continue
             msgclass = _message_class(spec.type)
