@@ -7,7 +7,17 @@ import sys
 from collections.abc import Sequence
 
 from ros_robodata import __version__
-from ros_robodata.cli import dataset_cmds, demo_cmd, info, keys_cmd, launch_cmd, profile_cmd, record_cmd, repair
+from ros_robodata.cli import (
+    dataset_cmds,
+    demo_cmd,
+    info,
+    keys_cmd,
+    launch_cmd,
+    profile_cmd,
+    record_cmd,
+    repair,
+    segment_cmd,
+)
 from ros_robodata.errors import RobodataError
 
 
@@ -26,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     record_cmd.add_parser(sub)
     keys_cmd.add_parser(sub)
     demo_cmd.add_parser(sub)
+    segment_cmd.add_parser(sub)
     return parser
 
 

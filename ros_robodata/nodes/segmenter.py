@@ -1,0 +1,125 @@
+"""Node `segmenter`: grasp, contact and release events live, from the gripper and wrist wrench topics.
+
+The detection is ros_robodata.segment (no ROS); this node only subscribes, feeds it and publishes. Events go
+out as soon as the sample that confirms them arrives (header stamped with when the event happened), on
+/robodata/events (ros_robodata/msg/SegmentEvent; the recorder records it into the episode) and as RViz text
+labels on /robodata/event_markers (visualization_msgs/msg/MarkerArray).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ros_robodata.errors import RobodataError
+from ros_robodata.msg import EpisodeEvent, SegmentEvent
+from ros_robodata.nodes.common import declare, matching_qos, run_node
+from ros_robodata.profile import load_profile
+from ros_robodata.segment.events import Event
+from ros_robodata.segment.segmenter import GRIPPER, Segmenter
+
+EVENTS_TOPIC = '/robodata/events'
+MARKERS_TOPIC = '/robodata/event_markers'
+EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
+_COLOURS = {'grasp_start': (0.6, 0.6, 1.0), 'contact': (1.0, 0.8, 0.2), 'contact_lost': (0.7, 0.7, 0.7),
+            'grasp': (0.2, 1.0, 0.2), 'grasp_failed': (1.0, 0.2, 0.2), 'lift': (0.2, 0.9, 0.9),
+            'release': (1.0, 0.5, 1.0)}
+
+
+class SegmenterNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('segmenter', **kwargs)
+        profile_path = declare(self, 'profile', '', 'Robot profile YAML: the gripper and wrench topics (required)')
+        use_gripper = declare(self, 'use_gripper', True, 'Read the gripper joint (false: wrench only)')
+        use_wrench = declare(self, 'use_wrench', True, 'Read the wrist wrench (false: gripper only)')
+        self._marker_frame = declare(self, 'marker_frame', '',
+                                     'Frame of the RViz labels (empty: the wrench sensor frame, else world)')
+        self._label_lifetime = declare(self, 'label_lifetime_s', 3.0, 'How long an RViz label stays up')
+        if not profile_path:
+            raise RobodataError('parameter `profile` is required')
+        self.profile = load_profile(profile_path)
+        self.segmenter = Segmenter(self.profile, use_gripper=use_gripper, use_wrench=use_wrench)
+        if not self.segmenter.topics:
+            raise RobodataError(f'{profile_path}: the profile names no gripper or wrench topic to segment from')
+        self.episode_id = ''
+        self.published: list[SegmentEvent] = []
+        self._events = self.create_publisher(SegmentEvent, EVENTS_TOPIC, QoSProfile(depth=100))
+        self._markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
+        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(EpisodeEvent, EPISODE_EVENTS_TOPIC, self._on_episode, latched)
+        self._specs = {spec.topic: spec for _, spec in self.profile.all_topics() if spec.topic in self.segmenter.topics}
+        self._pending = dict(self._specs)
+        self._subscribe()
+        if self._pending:
+            self._discovery = self.create_timer(0.5, self._subscribe)
+        self._marker_id = 0
+        self.get_logger().info(f'segmenting from {", ".join(sorted(self.segmenter.topics))}')
+
+    def _subscribe(self) -> None:
+        for topic, spec in list(self._pending.items()):
+            qos = matching_qos(self, spec)
+            if qos is None:
+                continue
+            msgclass = JointState if self.segmenter.topics[topic] == GRIPPER else WrenchStamped
+            self.create_subscription(msgclass, topic, self._receiver(topic), qos)
+            del self._pending[topic]
+        if not self._pending and hasattr(self, '_discovery'):
+            self._discovery.cancel()
+
+    def _receiver(self, topic: str) -> Any:
+        add = self.segmenter.add_message
+
+        def receive(msg: Any) -> None:
+            for event in add(topic, msg):
+                self._publish(event)
+
+        return receive
+
+    def _on_episode(self, msg: EpisodeEvent) -> None:
+        if msg.event == EpisodeEvent.START:
+            self.episode_id = msg.episode_id
+        elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.episode_id:
+            self.episode_id = ''
+
+    def _publish(self, event: Event) -> None:
+        msg = SegmentEvent(episode_id=self.episode_id, kind=event.kind, confidence=float(event.confidence))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(event.stamp_ns, 1_000_000_000)
+        msg.header.frame_id = event.frame_id
+        msg.evidence_signals = [e.signal for e in event.evidence]
+        msg.evidence_values = [float(e.value) for e in event.evidence]
+        msg.evidence_thresholds = [float(e.threshold) for e in event.evidence]
+        self._events.publish(msg)
+        self.published.append(msg)
+        self._markers.publish(self._label(event, msg))
+        self.get_logger().info(f'{event.kind} at {event.stamp_ns / 1e9:.3f} (confidence {event.confidence:.2f})')
+
+    def _label(self, event: Event, msg: SegmentEvent) -> MarkerArray:
+        """A text label above the wrist (the wrench frame) that fades after label_lifetime_s."""
+        marker = Marker(ns='robodata_events', id=self._marker_id % 20, type=Marker.TEXT_VIEW_FACING,
+                        action=Marker.ADD, text=f'{event.kind} ({event.confidence:.2f})')
+        self._marker_id += 1
+        marker.header.stamp = msg.header.stamp
+        marker.header.frame_id = self._marker_frame or event.frame_id or self.segmenter.wrench_frame or 'world'
+        marker.pose.position.z = 0.1 + 0.03 * (marker.id % 3)
+        marker.pose.orientation.w = 1.0
+        marker.scale.z = 0.03
+        marker.color.r, marker.color.g, marker.color.b = _COLOURS.get(event.kind, (1.0, 1.0, 1.0))
+        marker.color.a = 1.0
+        marker.lifetime.sec = int(self._label_lifetime)
+        marker.lifetime.nanosec = int((self._label_lifetime % 1) * 1e9)
+        return MarkerArray(markers=[marker])
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(lambda: SegmenterNode(), args if args is not None else sys.argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

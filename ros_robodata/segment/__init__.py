@@ -1,0 +1,9 @@
+"""Grasp, contact and release events from the gripper and wrist wrench, live and offline (no rclpy here)."""
+
+from ros_robodata.segment.detector import EventDetector, SegmenterSettings
+from ros_robodata.segment.events import KINDS, Event, Evidence, Segment, SegmentResult
+from ros_robodata.segment.readings import GripperReading, WrenchReading
+from ros_robodata.segment.segmenter import Segmenter, settings_from_profile
+
+__all__ = ['KINDS', 'Event', 'EventDetector', 'Evidence', 'GripperReading', 'Segment', 'SegmentResult',
+           'Segmenter', 'SegmenterSettings', 'WrenchReading', 'settings_from_profile']

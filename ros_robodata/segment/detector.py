@@ -1,0 +1,590 @@
+"""The grasp/contact/release detector: fed one sample at a time, in stamp order, the same live and offline.
+
+Signals and what they tell:
+- gripper (finger joint): closing starts (grasp_start); the fingers stop short of closed (contact), stay there
+  with holding effort (grasp), close fully on nothing (grasp_failed), open again (release, contact_lost);
+- wrist wrench: the load changes when the object leaves its support (lift) or falls out of a loosened grip
+  (grasp_failed, a slip); with no gripper signal, a load above the noise is contact.
+
+Thresholds are in units of the signal itself: the gripper's stroke (0 closed, 1 open, from the profile) and
+the measured noise floor of each signal. The few fixed constants below are physical plausibility floors, not
+fits to any rig; the profile's segmenter section overrides the derived thresholds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ros_robodata.segment.events import (
+    CONTACT,
+    CONTACT_LOST,
+    GRASP,
+    GRASP_FAILED,
+    GRASP_START,
+    LIFT,
+    RELEASE,
+    Event,
+    Evidence,
+    Segment,
+)
+from ros_robodata.segment.noise import NoiseFloor
+from ros_robodata.segment.readings import GripperReading, WrenchReading
+
+# Slowest gripper motion that counts as deliberate: a tenth of the stroke per second.
+MIN_STROKE_SPEED = 0.1
+# Within this share of the stroke from closed, the fingers closed on nothing.
+CLOSED_MARGIN = 0.05
+# Thresholds sit this many noise sigmas above the floor.
+NOISE_SIGMAS = 6.0
+# Below this a wrist F/T sensor's reading is not trusted as contact (typical resolution of such sensors).
+MIN_FORCE_N = 0.5
+# The fingers must stay put this long after stopping before a grasp is called secured.
+SETTLE_S = 0.05
+# Holding effort: this share of max_effort (or of the stroke's peak effort when max_effort is unknown).
+HOLD_EFFORT_SHARE = 0.25
+# After the wrist load starts to change, wait this long to see the level it settles to.
+LOAD_SETTLE_S = 0.1
+# The wrench baseline follows slow drift (temperature, cable) with this time constant while nothing is held.
+BASELINE_TAU_S = 1.0
+
+_IDLE, _CLOSING, _GRIPPING, _HOLDING, _EMPTY, _SLIPPED = 'idle', 'closing', 'gripping', 'holding', 'empty', 'slipped'
+
+
+@dataclass(frozen=True)
+class SegmenterSettings:
+    """What the detector knows about the rig (from the profile) and which signals it may use."""
+
+    open_position: float | None = None
+    closed_position: float | None = None
+    max_effort: float | None = None
+    use_gripper: bool = True
+    use_wrench: bool = True
+    gripper_velocity_threshold: float | None = None  # position units per second
+    contact_force_threshold_n: float | None = None
+    min_event_gap_s: float = 0.1
+
+    @property
+    def has_gripper(self) -> bool:
+        return self.use_gripper and self.open_position is not None and self.closed_position is not None
+
+
+@dataclass
+class _Grasp:
+    """The current grasp attempt, from the start of closing to the opening."""
+
+    start_ns: int
+    start_x: float = 1.0
+    announced: bool = False
+    contact_ns: int | None = None
+    stall_ns: int | None = None
+    stall_x: float = math.nan
+    ref_x: float = math.nan
+    confirmed: bool = False
+    loosened: bool = False
+    lifted: bool = False
+    carried: float = 0.0  # the load the lift settled to, along the weight direction (or its size)
+    weight_axis: np.ndarray | None = None
+    peak_effort: float = 0.0
+    hold_loads: deque = field(default_factory=lambda: deque(maxlen=200))
+    load_candidate_ns: int | None = None
+    load_candidate: list = field(default_factory=list)
+    carrying_ns: int | None = None
+
+
+class EventDetector:
+    """Feed `gripper()` and `wrench()` in stamp order (see `Segmenter` for the ordering); each returns the
+    events it confirmed. `finish()` closes the episode and `timeline()` gives the subtask segments."""
+
+    def __init__(self, settings: SegmenterSettings) -> None:
+        self.settings = settings
+        self.events: list[Event] = []
+        self.skipped: dict[str, int] = {}
+        self._marks: list[tuple[int, str]] = []  # internal moments for the timeline (gripper open again)
+        self._first_ns: int | None = None
+        self._last_ns: int | None = None
+        # gripper
+        self._state = _IDLE
+        self._stroke = (settings.open_position or 1.0) - (settings.closed_position or 0.0)
+        self._g_last: tuple[int, float, float] | None = None  # stamp, x, v
+        self._g_periods: deque[int] = deque(maxlen=50)
+        self._x_noise = NoiseFloor()
+        self._v_noise = NoiseFloor()
+        self._e_noise = NoiseFloor()
+        self._e_idle = 0.0
+        self._e_idle_set = False
+        self._grasp: _Grasp | None = None
+        self._opening_since: int | None = None
+        self._still = 0  # consecutive still samples: a stroke starts from rest
+        self._fail_x = 0.0
+        # wrench
+        self._f0: np.ndarray | None = None
+        self._f_start: list[np.ndarray] = []
+        self._f_noise = [NoiseFloor() for _ in range(3)]
+        self._w_last_ns: int | None = None
+        self._loads: deque[tuple[int, np.ndarray, float]] = deque(maxlen=1000)
+        self._w_contact = False
+        self._free_loads: deque[float] = deque(maxlen=2500)  # |load| while free: what motion alone does
+        self._motion_floor = 0.0
+        self._w_run: list[int] = []
+        self._w_frame = ''
+
+    # --- thresholds -------------------------------------------------------------------------------------------
+    @property
+    def velocity_threshold(self) -> float:
+        """Stroke fractions per second that count as the fingers moving."""
+        if self.settings.gripper_velocity_threshold is not None:
+            return self.settings.gripper_velocity_threshold / abs(self._stroke)
+        return max(MIN_STROKE_SPEED, NOISE_SIGMAS * self._v_noise.sigma)
+
+    @property
+    def closed_margin(self) -> float:
+        return max(CLOSED_MARGIN, NOISE_SIGMAS * self._x_noise.sigma)
+
+    @property
+    def force_threshold(self) -> float:
+        if self.settings.contact_force_threshold_n is not None:
+            return self.settings.contact_force_threshold_n
+        return max(MIN_FORCE_N, NOISE_SIGMAS * max(n.sigma for n in self._f_noise))
+
+    def _hold_effort(self, grasp: _Grasp) -> float | None:
+        """Effort (above idle) that means the fingers are squeezing; None when effort says nothing."""
+        noise = NOISE_SIGMAS * self._e_noise.sigma
+        if self.settings.max_effort is not None:
+            return max(HOLD_EFFORT_SHARE * self.settings.max_effort, noise)
+        peak = grasp.peak_effort - self._e_idle
+        if peak <= noise or peak <= 0:
+            return None
+        return max(HOLD_EFFORT_SHARE * peak, noise)
+
+    def thresholds(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self.settings.has_gripper:
+            out['gripper_velocity_stroke_per_s'] = self.velocity_threshold
+            out['gripper_velocity'] = self.velocity_threshold * abs(self._stroke)
+            out['gripper_closed_margin_stroke'] = self.closed_margin
+        if self.settings.use_wrench:
+            out['contact_force_n'] = self.force_threshold
+        return out
+
+    # --- output -----------------------------------------------------------------------------------------------
+    def _emit(self, out: list[Event], kind: str, stamp_ns: int, now_ns: int, confidence: float,
+              evidence: list[Evidence], note: str = '', frame_id: str = '') -> None:
+        gap_ns = int(self.settings.min_event_gap_s * 1e9)
+        for e in reversed(self.events):
+            if e.kind == kind and abs(stamp_ns - e.stamp_ns) < gap_ns:
+                return
+            if stamp_ns - e.stamp_ns > gap_ns:
+                break
+        event = Event(kind, stamp_ns, round(confidence, 3), tuple(evidence), now_ns, frame_id, note)
+        self.events.append(event)
+        out.append(event)
+
+    def _seen(self, stamp_ns: int) -> None:
+        if self._first_ns is None or stamp_ns < self._first_ns:
+            self._first_ns = stamp_ns
+        if self._last_ns is None or stamp_ns > self._last_ns:
+            self._last_ns = stamp_ns
+
+    def _skip(self, why: str) -> list[Event]:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+        return []
+
+    # --- gripper ----------------------------------------------------------------------------------------------
+    def gripper(self, r: GripperReading) -> list[Event]:
+        if not self.settings.has_gripper:
+            return []
+        if not math.isfinite(r.position):
+            return self._skip('gripper_not_finite')
+        last = self._g_last
+        if last is not None and r.stamp_ns <= last[0]:
+            return self._skip('gripper_stamp_not_increasing')
+        self._seen(r.stamp_ns)
+        x = (r.position - (self.settings.closed_position or 0.0)) / self._stroke
+        dt = None
+        if last is not None:
+            period = r.stamp_ns - last[0]
+            typical = float(np.median(self._g_periods)) if self._g_periods else period
+            self._g_periods.append(period)
+            if period <= 5 * typical:
+                dt = period / 1e9
+            else:  # a gap in the stream: the jump across it is not motion we saw
+                self._x_noise.reset_last()
+                self._v_noise.reset_last()
+        if math.isfinite(r.velocity):
+            v = r.velocity / self._stroke
+        elif dt is not None and last is not None:
+            v = (x - last[1]) / dt
+        else:
+            v = 0.0
+        effort = abs(r.effort) if math.isfinite(r.effort) else math.nan
+        out: list[Event] = []
+        self._gripper_step(out, r.stamp_ns, x, v, effort, last)
+        if self._state == _IDLE and abs(v) <= self.velocity_threshold:
+            self._x_noise.add(x)
+            self._v_noise.add(v)
+            if math.isfinite(effort):
+                self._e_noise.add(effort)
+                self._e_idle = effort if not self._e_idle_set else self._e_idle + 0.05 * (effort - self._e_idle)
+                self._e_idle_set = True
+        self._g_last = (r.stamp_ns, x, v)
+        return out
+
+    def _onset(self, t_ns: int, x: float, v: float, from_x: float, last: tuple[int, float, float] | None) -> int:
+        """When a stroke seen at (t, x) moving at v began from from_x: back along the speed, within one period."""
+        if last is None or v == 0:
+            return t_ns
+        back = abs(x - from_x) / abs(v)
+        return int(max(last[0], t_ns - back * 1e9))
+
+    def _gripper_step(self, out: list[Event], t: int, x: float, v: float, effort: float,
+                      last: tuple[int, float, float] | None) -> None:
+        vt, m = self.velocity_threshold, self.closed_margin
+        closing, opening = v < -vt, v > vt
+        g = self._grasp
+        if g is not None and math.isfinite(effort):
+            g.peak_effort = max(g.peak_effort, effort)
+        ev_v = Evidence('gripper.velocity', v * self._stroke, vt * abs(self._stroke) * (-1 if closing else 1))
+
+        if self._state == _IDLE:
+            if self._opening_since is not None and not opening:  # the release stroke ended
+                self._marks.append((t, 'opened'))
+                self._opening_since = None
+            armed = self._still >= 3
+            self._still = self._still + 1 if abs(v) <= vt else 0
+            if closing and x > m and armed:
+                from_x = last[1] if last is not None else x
+                start = self._onset(t, x, v, from_x, last)
+                self._grasp = _Grasp(start_ns=start, start_x=from_x,
+                                     peak_effort=effort if math.isfinite(effort) else 0.0)
+                self._state = _CLOSING
+                self._announce(out, self._grasp, t, x, ev_v)
+            elif x <= m and last is None:
+                self._state, self._fail_x = _EMPTY, x
+            return
+
+        if self._state == _EMPTY or self._state == _SLIPPED:
+            if x > self._fail_x + m:
+                self._state, self._grasp, self._still = _IDLE, None, 0
+                self._opening_since = t
+            return
+
+        assert g is not None
+        ev_x = Evidence('gripper.opening', x, m)
+        if self._state == _CLOSING:
+            self._announce(out, g, t, x, ev_v)
+            if x <= m:
+                at = t
+                if last is not None and last[1] > x:  # where the stroke crossed the closed margin
+                    at = int(last[0] + (t - last[0]) * (last[1] - m) / (last[1] - x))
+                self._emit(out, GRASP_FAILED, at, t, 0.9, [ev_x], note='closed fully on nothing')
+                if g.contact_ns is not None:
+                    self._emit(out, CONTACT_LOST, at, t, 0.7, [ev_x])
+                self._state, self._fail_x = _EMPTY, x
+                return
+            if closing:
+                return
+            if not g.announced:  # a twitch of the fingers, not a stroke
+                self._state, self._grasp, self._still = _IDLE, None, 0
+                return
+            if g.contact_ns is not None and x > g.stall_x - m:  # settling after the first stop: keep it
+                self._state = _GRIPPING
+                return
+            # The fingers stopped short of closed: they met something. Contact happened where the stroke, at
+            # the speed it last had, reached the place the fingers stopped.
+            contact = t
+            if last is not None and last[2] < -vt:
+                contact = int(min(t, max(last[0], last[0] + (last[1] - x) / abs(last[2]) * 1e9)))
+            g.stall_ns, g.stall_x = t, x
+            hold = self._hold_effort(g)
+            evidence = [ev_x, Evidence('gripper.velocity', v * self._stroke, -vt * abs(self._stroke))]
+            if hold is not None and math.isfinite(effort):
+                evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
+                if effort - self._e_idle < hold:  # stopped without squeezing: the operator let go of the key
+                    self._state, self._grasp, self._still = _IDLE, None, 0
+                    return
+            if g.contact_ns is None:
+                g.contact_ns = contact
+                confidence, wrench_ev = self._wrench_agrees(contact, t)
+                self._emit(out, CONTACT, contact, t, confidence, evidence + wrench_ev)
+            self._state = _GRIPPING
+            return
+
+        if self._state == _GRIPPING:
+            if x <= m:
+                self._fail(out, t, t, [ev_x], 'closed through the object', x)
+                return
+            if closing and x < g.stall_x - m:
+                self._state = _CLOSING
+                return
+            assert g.stall_ns is not None
+            if t - g.stall_ns < SETTLE_S * 1e9:
+                return
+            if opening and x > g.stall_x + 2 * m:  # opened again before it ever settled: a touch, not a grasp
+                self._emit(out, CONTACT_LOST, t, t, 0.7, [ev_v])
+                self._state, self._grasp, self._still = _IDLE, None, 0
+                self._opening_since = t
+                return
+            g.confirmed, g.ref_x = True, x
+            evidence = [ev_x]
+            hold = self._hold_effort(g)
+            confidence = 0.8
+            if hold is not None and math.isfinite(effort):
+                evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
+                confidence = 0.95
+            self._emit(out, GRASP, g.stall_ns, t, confidence, evidence)
+            self._state = _HOLDING
+            return
+
+        if self._state == _HOLDING:
+            if x <= m:
+                self._fail(out, t, t, [ev_x], 'fingers closed: the object slipped out', x)
+                return
+            if x > g.ref_x + m:
+                start = self._onset(t, x, v, g.ref_x, last)
+                ev_open = Evidence('gripper.opening', x, g.ref_x + m)
+                dropped = self._load_gone_before(g, start) if g.loosened else None
+                if dropped is not None:  # the loosened grip had already lost the object: a slip, not a release
+                    self._emit(out, GRASP_FAILED, dropped[0], t, 0.8, [dropped[1], ev_open],
+                               note='the carried load vanished before the gripper opened: the object slipped out')
+                else:
+                    self._emit(out, RELEASE, start, t, 0.95 if opening else 0.8, [ev_open, ev_v])
+                self._emit(out, CONTACT_LOST, start, t, 0.9, [ev_open])
+                self._state, self._grasp, self._still = _IDLE, None, 0
+                self._opening_since = start
+                return
+            if abs(v) <= vt:
+                g.ref_x = x
+            hold = self._hold_effort(g)
+            if hold is not None and math.isfinite(effort):
+                g.loosened = effort - self._e_idle < hold
+
+    def _announce(self, out: list[Event], g: _Grasp, t: int, x: float, evidence: Evidence) -> None:
+        """grasp_start, once the fingers travelled a closed-margin's worth (so a twitch is not a stroke)."""
+        if not g.announced and g.start_x - x >= self.closed_margin:
+            g.announced = True
+            self._emit(out, GRASP_START, g.start_ns, t, 0.9, [evidence])
+
+    def _fail(self, out: list[Event], at: int, now: int, evidence: list[Evidence], note: str,
+              x: float | None = None) -> None:
+        self._emit(out, GRASP_FAILED, at, now, 0.9, evidence, note=note)
+        self._emit(out, CONTACT_LOST, at, now, 0.8, evidence)
+        self._state = _EMPTY
+        self._fail_x = x if x is not None else (self._g_last[1] if self._g_last is not None else 0.0)
+
+    # --- wrench -----------------------------------------------------------------------------------------------
+    def _wrench_agrees(self, since_ns: int, now_ns: int) -> tuple[float, list[Evidence]]:
+        """Confidence of a gripper contact, raised when the wrist felt it too (within 50 ms before, or since)."""
+        if not self.settings.use_wrench or self._f0 is None:
+            return 0.85, []
+        peak = max((mag for t, _, mag in self._loads if since_ns - 50_000_000 <= t <= now_ns), default=0.0)
+        thr = self.force_threshold
+        if peak > thr:
+            return 0.97, [Evidence('wrench.force_change', peak, thr)]
+        return 0.8, []
+
+    def wrench(self, r: WrenchReading) -> list[Event]:
+        if not self.settings.use_wrench:
+            return []
+        f = np.array(r.force, dtype=float)
+        if not np.all(np.isfinite(f)):
+            return self._skip('wrench_not_finite')
+        if self._w_last_ns is not None and r.stamp_ns <= self._w_last_ns:
+            return self._skip('wrench_stamp_not_increasing')
+        dt = (r.stamp_ns - self._w_last_ns) / 1e9 if self._w_last_ns is not None else 0.0
+        self._w_last_ns = r.stamp_ns
+        self._w_frame = r.frame_id
+        self._seen(r.stamp_ns)
+        holding = self._state in (_GRIPPING, _HOLDING, _CLOSING)
+        if not (holding or self._w_contact):  # the sensor's own noise, measured while the wrist is free
+            for axis, noise in zip(f, self._f_noise, strict=True):
+                noise.add(float(axis))
+        if self._f0 is None:
+            self._f_start.append(f)
+            if len(self._f_start) >= 100:  # a warm-up: the median of 100 samples ignores a start-up knock
+                self._f0 = np.median(np.array(self._f_start), axis=0)
+            return []
+        load = f - self._f0
+        mag = float(np.linalg.norm(load))
+        self._loads.append((r.stamp_ns, load, mag))
+        thr = self.force_threshold
+        out: list[Event] = []
+        if not self.settings.has_gripper:
+            if not self._w_contact:
+                self._free_loads.append(mag)
+                if len(self._free_loads) % 100 == 0 or len(self._free_loads) == self._free_loads.maxlen:
+                    # Without a gripper to say when a grasp is on, the arm's own accelerations must not read
+                    # as contact: stay above what the free wrist showed lately.
+                    self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
+            if self.settings.contact_force_threshold_n is None:
+                thr = max(thr, self._motion_floor)
+            self._wrench_contact(out, r.stamp_ns, mag, thr)
+        # The baseline follows the free wrist; a wrench-only rig follows slowly even in contact, so a baseline
+        # taken during a knock at start-up does not stick.
+        tau = BASELINE_TAU_S if not (holding or self._w_contact) else 30 * BASELINE_TAU_S
+        if dt > 0 and not (self.settings.has_gripper and holding):
+            self._f0 = self._f0 + min(1.0, dt / tau) * (f - self._f0)
+        g = self._grasp
+        if self._state == _HOLDING and g is not None and g.confirmed:
+            if not g.lifted:
+                self._watch_lift(out, g, r.stamp_ns, load, thr)
+            else:
+                self._watch_slip(out, g, r.stamp_ns, thr)
+        return out
+
+    def _wrench_contact(self, out: list[Event], t: int, mag: float, thr: float) -> None:
+        """Wrench-only rigs: contact while the load stands above the noise (3 samples), lost below half of it."""
+        beyond = mag > thr if not self._w_contact else mag < thr / 2
+        if not beyond:
+            self._w_run.clear()
+            return
+        self._w_run.append(t)
+        needed = 3 if not self._w_contact else 10
+        if len(self._w_run) < needed:
+            return
+        at = self._w_run[0]
+        self._w_run.clear()
+        self._w_contact = not self._w_contact
+        kind = CONTACT if self._w_contact else CONTACT_LOST
+        self._emit(out, kind, at, t, 0.8, [Evidence('wrench.force_change', mag, thr if self._w_contact
+                                                    else thr / 2)], frame_id=self._w_frame)
+
+    def _weight_axis(self, thr: float) -> np.ndarray | None:
+        """Which way the tool's weight pulls in the sensor frame, when the sensor is not tared (else None)."""
+        if self._f0 is None:
+            return None
+        size = float(np.linalg.norm(self._f0))
+        return self._f0 / size if size > 4 * thr else None
+
+    def _watch_lift(self, out: list[Event], g: _Grasp, t: int, load: np.ndarray, thr: float) -> None:
+        """Lift: the wrist starts carrying the object's weight while the grasp holds (it left its support).
+
+        With an untared sensor the weight's direction is known and the load along it must settle above the
+        noise; with a tared one, any step of the load to a new steady level counts."""
+        axis = self._weight_axis(thr)
+        if axis is not None:
+            along = float(load @ axis)
+            if along <= thr:
+                g.load_candidate_ns, g.load_candidate = None, []
+                return
+            if g.load_candidate_ns is None:
+                g.load_candidate_ns = t
+            g.load_candidate.append((t, along))
+            if t - g.load_candidate_ns < LOAD_SETTLE_S * 1e9:
+                return
+            level = float(np.median([a for _, a in g.load_candidate[-5:]]))
+            at = next(ts for ts, a in g.load_candidate if a >= level - thr)
+            self._lifted(out, g, t, at, level, axis, thr)
+            return
+        if g.load_candidate_ns is None:
+            if len(g.hold_loads) >= 10:
+                ref = np.median(np.array(g.hold_loads), axis=0)
+                if float(np.linalg.norm(load - ref)) > 2 * thr:
+                    g.load_candidate_ns = t
+                    g.load_candidate = [(t, load)]
+                    return
+            g.hold_loads.append(load)
+            return
+        g.load_candidate.append((t, load))
+        if t - g.load_candidate_ns < LOAD_SETTLE_S * 1e9:
+            return
+        ref = np.median(np.array(g.hold_loads), axis=0)
+        tail = np.array([ld for _, ld in g.load_candidate[-5:]])
+        level_vec = np.median(tail, axis=0)
+        if float(np.linalg.norm(level_vec - ref)) <= 2 * thr:  # a knock, not a new level
+            g.load_candidate_ns, g.load_candidate = None, []
+            return
+        at = next(ts for ts, ld in g.load_candidate if float(np.linalg.norm(ld - level_vec)) < thr)
+        self._lifted(out, g, t, at, float(np.linalg.norm(level_vec)), None, thr)
+
+    def _lifted(self, out: list[Event], g: _Grasp, now: int, at: int, level: float, axis: np.ndarray | None,
+                thr: float) -> None:
+        g.lifted, g.carried, g.weight_axis, g.carrying_ns = True, level, axis, now
+        g.load_candidate_ns, g.load_candidate = None, []
+        signal = 'wrench.load_along_weight' if axis is not None else 'wrench.load_step'
+        self._emit(out, LIFT, at, now, 0.85, [Evidence(signal, level, thr)], frame_id=self._w_frame)
+
+    def _load_gone_before(self, g: _Grasp, before_ns: int) -> tuple[int, Evidence] | None:
+        """When the carried load had already dropped below three quarters before the gripper opened: the time
+        it dropped, with the evidence; None when the object was still carried (or nothing says)."""
+        if not g.lifted or g.carried <= self.force_threshold:
+            return None
+        history = [(ts, float(ld @ g.weight_axis) if g.weight_axis is not None else mag)
+                   for ts, ld, mag in self._loads if ts < before_ns - 20_000_000]
+        if len(history) < 10:
+            return None
+        level = float(np.median([v for _, v in history[-10:]]))
+        if level >= 0.75 * g.carried:
+            return None
+        carried_until = max((i for i, (_, v) in enumerate(history) if v >= 0.75 * g.carried), default=-1)
+        at = history[min(carried_until + 1, len(history) - 1)][0]
+        return at, Evidence('wrench.load', level, 0.75 * g.carried)
+
+    def _watch_slip(self, out: list[Event], g: _Grasp, t: int, thr: float) -> None:
+        """Slip: the carried load vanishes while the fingers stay closed and the grip was loosened (or, with no
+        effort signal, vanishes abruptly)."""
+        if g.carried <= thr:  # the object is too light for the wrist to tell it from the noise
+            return
+        recent = list(self._loads)[-10:]
+        values = [float(ld @ g.weight_axis) if g.weight_axis is not None else mag for _, ld, mag in recent]
+        level = float(np.median(values[-5:]))
+        if level > 0.75 * g.carried:
+            g.carrying_ns = t
+            return
+        if level >= 0.5 * g.carried:
+            return
+        effort_known = self._hold_effort(g) is not None
+        abrupt = g.carrying_ns is not None and t - g.carrying_ns < 100_000_000
+        if not (g.loosened or (not effort_known and abrupt)):
+            return
+        at = next((ts for (ts, _, _), v in zip(recent, values, strict=True) if v < 0.5 * g.carried), t)
+        evidence = [Evidence('wrench.load', level, 0.5 * g.carried)]
+        self._fail(out, at, t, evidence, 'the carried load vanished: the object slipped out')
+        self._state = _SLIPPED
+
+    # --- end --------------------------------------------------------------------------------------------------
+    def finish(self) -> list[Event]:
+        """The episode ended; nothing is pending that could still become an event."""
+        return []
+
+    def timeline(self, start_ns: int | None = None, end_ns: int | None = None) -> list[Segment]:
+        """Subtasks between the events: reach, grasp, transport, release, retreat (one set per attempt)."""
+        start = start_ns if start_ns is not None else self._first_ns
+        end = end_ns if end_ns is not None else self._last_ns
+        if start is None or end is None:
+            return []
+        marks = sorted([(e.stamp_ns, e.kind) for e in self.events] + self._marks)
+        segments: list[Segment] = []
+        phase, since, attempt = 'reach', start, 1
+
+        def close(at: int, next_phase: str) -> None:
+            nonlocal phase, since
+            if at > since:
+                segments.append(Segment(phase, since, at, attempt))
+            phase, since = next_phase, max(since, at)
+
+        failed = False  # after a failed grasp, the reopened gripper starts the next attempt's reach
+        for at, kind in marks:
+            if kind == GRASP_START and phase in ('reach', 'retreat'):
+                if phase == 'retreat':
+                    close(at, 'reach')
+                    attempt += 1
+                close(at, 'grasp')
+                failed = False
+            elif kind == LIFT and phase == 'grasp':
+                close(at, 'transport')
+            elif kind == RELEASE and phase in ('grasp', 'transport'):
+                close(at, 'release')
+            elif kind == 'opened' and phase == 'release':
+                close(at, 'retreat')
+            elif kind == 'opened' and phase == 'retreat' and failed:
+                close(at, 'reach')
+                attempt, failed = attempt + 1, False
+            elif kind == GRASP_FAILED and phase in ('grasp', 'transport'):
+                close(at, 'retreat')
+                failed = True
+        close(end, phase)
+        return segments

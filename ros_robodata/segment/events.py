@@ -1,0 +1,98 @@
+"""What the segmenter reports: an event in the episode, with the evidence that made it fire."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The kinds, as in msg/SegmentEvent.msg.
+GRASP_START = 'grasp_start'
+CONTACT = 'contact'
+CONTACT_LOST = 'contact_lost'
+GRASP = 'grasp'
+GRASP_FAILED = 'grasp_failed'
+LIFT = 'lift'
+RELEASE = 'release'
+KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One signal that crossed a threshold: `gripper.opening` at 0.43 against 0.05, say."""
+
+    signal: str
+    value: float
+    threshold: float
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened at `stamp_ns` (sensor clock); `detected_ns` is the stamp of the sample that
+    confirmed it, so `detected_ns - stamp_ns` is how long the evidence took to become certain."""
+
+    kind: str
+    stamp_ns: int
+    confidence: float
+    evidence: tuple[Evidence, ...] = ()
+    detected_ns: int = 0
+    frame_id: str = ''
+    note: str = ''
+
+    def to_json(self, episode_start_ns: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {'kind': self.kind, 't_ns': self.stamp_ns}
+        if episode_start_ns is not None:
+            out['t_s'] = round((self.stamp_ns - episode_start_ns) / 1e9, 4)
+        out['confidence'] = round(self.confidence, 3)
+        out['evidence'] = [
+            {'signal': e.signal, 'value': _finite(e.value), 'threshold': _finite(e.threshold)} for e in self.evidence
+        ]
+        if self.note:
+            out['note'] = self.note
+        out['detected_after_s'] = round(max(0, self.detected_ns - self.stamp_ns) / 1e9, 4)
+        return out
+
+
+def _finite(value: float) -> float | None:
+    return round(float(value), 6) if value == value and abs(value) != float('inf') else None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of the episode spent on one subtask (reach, grasp, transport, release, retreat)."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    attempt: int = 1
+
+    def to_json(self, episode_start_ns: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {'name': self.name, 'attempt': self.attempt, 'start_ns': self.start_ns,
+                               'end_ns': self.end_ns}
+        if episode_start_ns is not None:
+            out['start_s'] = round((self.start_ns - episode_start_ns) / 1e9, 4)
+            out['end_s'] = round((self.end_ns - episode_start_ns) / 1e9, 4)
+        return out
+
+
+@dataclass
+class SegmentResult:
+    """Everything the segmenter found in one episode or bag."""
+
+    events: list[Event] = field(default_factory=list)
+    timeline: list[Segment] = field(default_factory=list)
+    start_ns: int | None = None
+    end_ns: int | None = None
+    sources: tuple[str, ...] = ()
+    thresholds: dict[str, float] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            'start_ns': self.start_ns,
+            'end_ns': self.end_ns,
+            'sources': list(self.sources),
+            'thresholds': {k: _finite(v) for k, v in self.thresholds.items()},
+            'skipped_samples': dict(self.skipped),
+            'events': [e.to_json(self.start_ns) for e in self.events],
+            'timeline': [s.to_json(self.start_ns) for s in self.timeline],
+        }

@@ -1,0 +1,38 @@
+"""Noise floors measured from the signal itself, so thresholds follow the sensor instead of a tuned constant."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+_MAD_TO_SIGMA = 1.4826
+
+
+class NoiseFloor:
+    """Robust sigma of a signal's sample-to-sample jitter over a recent window.
+
+    Uses the median absolute first difference, which ignores slow motion (a moving arm, a gripper's stroke) and
+    occasional spikes, and sees only the sensor's own jitter. Recomputed every `every` samples.
+    """
+
+    def __init__(self, window: int = 400, every: int = 50) -> None:
+        self._diffs: deque[float] = deque(maxlen=window)
+        self._last: float | None = None
+        self._every = every
+        self._since = 0
+        self.sigma = 0.0
+
+    def add(self, value: float) -> None:
+        if self._last is not None:
+            self._diffs.append(abs(value - self._last))
+            self._since += 1
+            if self._since >= self._every or len(self._diffs) < self._every:
+                self._since = 0
+                # A difference of two samples has sqrt(2) times one sample's sigma.
+                self.sigma = float(np.median(self._diffs)) * _MAD_TO_SIGMA / np.sqrt(2)
+        self._last = value
+
+    def reset_last(self) -> None:
+        """Forget the previous value (after a gap), so the jump across the gap is not taken for noise."""
+        self._last = None

@@ -1,0 +1,58 @@
+"""Segmenting recorded episodes: stream the gripper and wrench topics out of the bag, write events.json."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.errors import BagError, DatasetError
+from ros_robodata.profile import Profile, profile_from_dict
+from ros_robodata.segment.events import SegmentResult
+from ros_robodata.segment.segmenter import Segmenter
+
+EVENTS_FILE = 'events.json'
+
+
+def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True
+                ) -> SegmentResult:
+    """Every event in one bag; times are relative to the bag's first message (pre-roll included)."""
+    segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench)
+    if not segmenter.topics:
+        raise BagError(f'{profile.source}: the profile names no gripper or wrench topic: nothing to segment from')
+    with BagReader(path) as reader:
+        present = [t for t in segmenter.topics if t in reader.topics]
+        if not present:
+            wanted = ', '.join(sorted(segmenter.topics))
+            raise BagError(f'{path}: none of the topics the segmenter reads ({wanted}) is in this bag')
+        for message, decoded in reader.read(present):
+            segmenter.add_message(message.topic, decoded)
+        segmenter.finish()
+        result = segmenter.result(reader.start_ns, reader.end_ns)
+        result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})
+        return result
+
+
+def dataset_profile(dataset: Dataset) -> Profile:
+    """The profile the dataset was recorded with (its snapshot in dataset.yaml)."""
+    snapshot = (dataset.info.get('robot_profile') or {}).get('content')
+    if not snapshot:
+        raise DatasetError(f'{dataset.root}: dataset.yaml holds no robot profile; pass --profile')
+    return profile_from_dict(snapshot, source=f'{dataset.root}/dataset.yaml')
+
+
+def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:
+    """events.json, written whole or not at all (a crash leaves the previous file)."""
+    data = {'format': 'ros_robodata.events/1', **(extra or {}), **result.to_json()}
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(json.dumps(data, indent=1) + '\n', encoding='utf-8')
+    os.replace(tmp, path)
+
+
+def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, **options: bool) -> SegmentResult:
+    result = segment_bag(dataset.bag_dir(episode_id), profile, **options)
+    write_events(dataset.episode_dir(episode_id) / EVENTS_FILE, result, {'episode_id': episode_id})
+    return result

@@ -1,0 +1,87 @@
+"""The segmenter as nodes and commands use it: samples in arrival order in, events out, identical live and
+offline because samples are put in stamp order before the detector sees them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ros_robodata.profile import Profile
+from ros_robodata.segment.detector import EventDetector, SegmenterSettings
+from ros_robodata.segment.events import Event, SegmentResult
+from ros_robodata.segment.order import StampOrder
+from ros_robodata.segment.readings import GripperReading, WrenchReading, gripper_reading, wrench_reading
+
+GRIPPER, WRENCH = 'gripper', 'wrench'
+
+
+def settings_from_profile(profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True
+                          ) -> SegmenterSettings:
+    gripper, seg = profile.topics.gripper, profile.segmenter
+    return SegmenterSettings(
+        open_position=gripper.open_position if gripper else None,
+        closed_position=gripper.closed_position if gripper else None,
+        max_effort=gripper.max_effort if gripper else None,
+        use_gripper=use_gripper and gripper is not None,
+        use_wrench=use_wrench and profile.topics.wrench is not None,
+        gripper_velocity_threshold=seg.gripper_velocity_threshold,
+        contact_force_threshold_n=seg.contact_force_threshold_n,
+        min_event_gap_s=seg.min_event_gap_s,
+    )
+
+
+class Segmenter:
+    """Routes messages by topic to the detector, in stamp order. `topics` maps topic -> role."""
+
+    def __init__(self, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True) -> None:
+        self.settings = settings_from_profile(profile, use_gripper=use_gripper, use_wrench=use_wrench)
+        self.detector = EventDetector(self.settings)
+        t = profile.topics
+        self.gripper_joint = t.gripper.joint if t.gripper else ''
+        self.topics: dict[str, str] = {}
+        if self.settings.use_gripper and t.gripper is not None:
+            self.topics[t.gripper.topic] = GRIPPER
+        if self.settings.use_wrench and t.wrench is not None:
+            self.topics[t.wrench.topic] = WRENCH
+        self._order = StampOrder(sorted(set(self.topics.values())))
+
+    @property
+    def wrench_frame(self) -> str:
+        """The wrench sensor's frame as its messages name it ('' before the first one)."""
+        return self.detector._w_frame
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.topics.values())))
+
+    def add_message(self, topic: str, msg: Any) -> list[Event]:
+        """A decoded JointState/WrenchStamped (rclpy or rosbags) from one of `topics`; the events it confirmed."""
+        role = self.topics.get(topic)
+        if role == GRIPPER:
+            reading = gripper_reading(msg, self.gripper_joint)
+            if reading is None:
+                self.detector.skipped['gripper_joint_missing'] = self.detector.skipped.get('gripper_joint_missing',
+                                                                                           0) + 1
+                return []
+            return self.add(GRIPPER, reading)
+        if role == WRENCH:
+            return self.add(WRENCH, wrench_reading(msg))
+        return []
+
+    def add(self, role: str, reading: GripperReading | WrenchReading) -> list[Event]:
+        return self._feed(self._order.push(role, reading.stamp_ns, reading))
+
+    def finish(self) -> list[Event]:
+        return self._feed(self._order.flush()) + self.detector.finish()
+
+    def _feed(self, ready: list[tuple[str, int, Any]]) -> list[Event]:
+        out: list[Event] = []
+        for role, _, reading in ready:
+            out += self.detector.gripper(reading) if role == GRIPPER else self.detector.wrench(reading)
+        return out
+
+    def result(self, start_ns: int | None = None, end_ns: int | None = None) -> SegmentResult:
+        d = self.detector
+        start = start_ns if start_ns is not None else d._first_ns
+        end = end_ns if end_ns is not None else d._last_ns
+        return SegmentResult(events=list(d.events), timeline=d.timeline(start, end), start_ns=start, end_ns=end,
+                             sources=self.sources, thresholds=d.thresholds(), skipped=dict(d.skipped))

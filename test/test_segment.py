@@ -1,0 +1,219 @@
+"""The segmenter against physics ground truth, and against the ways real signals go wrong."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_robodata.cli.main import main
+from ros_robodata.profile import load_profile
+from ros_robodata.segment import EventDetector, GripperReading, SegmenterSettings, WrenchReading
+from ros_robodata.segment.order import StampOrder
+from ros_robodata.sim import samples as S
+from ros_robodata.sim.cell import SimCell
+from ros_robodata.sim.to_bag import write_sim_episode
+from test.ros_rig import PROFILE
+
+TOLERANCE_S = 0.05
+TRUTH_OF = {'grasp_start': 'closing', 'contact': 'contact_begin', 'grasp': 'secured', 'lift': 'lift_off',
+            'release': 'released', 'grasp_failed': ('missed', 'dropped')}
+
+
+def _simulate(seed: int, index: int, mode: str = 'teleop') -> tuple[list, list, dict]:
+    gripper, wrench = [], []
+    with SimCell(seed, index, mode, streams=[S.GRIPPER, S.WRENCH]) as cell:
+        while not cell.finished:
+            for s in cell.step_until(cell.time + 0.1):
+                ns = round(s.stamp * 1e9)
+                if s.stream == S.GRIPPER:
+                    gripper.append(GripperReading(ns, *(float(v[0]) for v in (s.data.position, s.data.velocity,
+                                                                              s.data.effort))))
+                else:
+                    wrench.append(WrenchReading(ns, tuple(map(float, s.data.force)), tuple(map(float, s.data.torque)),
+                                                'ft_sensor'))
+        return gripper, wrench, cell.ground_truth()
+
+
+@pytest.fixture(scope='module')
+def episodes() -> dict[str, tuple[list, list, dict]]:
+    return {'success': _simulate(0, 0), 'recovery': _simulate(4, 4), 'miss': _simulate(8, 2),
+            'kinesthetic': _simulate(7, 7, 'kinesthetic')}
+
+
+SIM = SegmenterSettings(open_position=0.04, closed_position=0.0)
+
+
+def _run(gripper: list, wrench: list, settings: SegmenterSettings = SIM) -> EventDetector:
+    detector = EventDetector(settings)
+    for _, kind, reading in sorted([(r.stamp_ns, 0, r) for r in gripper] + [(r.stamp_ns, 1, r) for r in wrench],
+                                   key=lambda item: item[:2]):
+        (detector.gripper if kind == 0 else detector.wrench)(reading)
+    return detector
+
+
+def _times(detector: EventDetector, kind: str) -> list[float]:
+    return [e.stamp_ns / 1e9 for e in detector.events if e.kind == kind]
+
+
+def _truth(truth: dict, kind: str) -> list[float]:
+    wanted = TRUTH_OF[kind]
+    wanted = wanted if isinstance(wanted, tuple) else (wanted,)
+    return [e['t_s'] for e in truth['events'] if e['kind'] in wanted]
+
+
+def _assert_matches(detector: EventDetector, truth: dict, kinds: tuple[str, ...]) -> None:
+    for kind in kinds:
+        found, expected = _times(detector, kind), _truth(truth, kind)
+        assert len(found) == len(expected), (kind, found, expected)
+        for f, t in zip(found, expected, strict=True):
+            assert abs(f - t) <= TOLERANCE_S, (kind, found, expected)
+
+
+@pytest.mark.parametrize('name', ['success', 'recovery', 'kinesthetic'])
+def test_events_agree_with_physics(episodes: dict, name: str) -> None:
+    gripper, wrench, truth = episodes[name]
+    detector = _run(gripper, wrench)
+    _assert_matches(detector, truth, ('grasp_start', 'contact', 'grasp', 'lift', 'release', 'grasp_failed'))
+    # Each event is reported as soon as its evidence is complete: well under a quarter second.
+    assert all(e.detected_ns - e.stamp_ns < 250_000_000 for e in detector.events)
+
+
+def test_a_missed_grasp_is_a_failure_without_contact(episodes: dict) -> None:
+    gripper, wrench, truth = episodes['miss']
+    detector = _run(gripper, wrench)
+    kinds = [e.kind for e in detector.events]
+    assert kinds == ['grasp_start', 'grasp_failed']
+    assert abs(_times(detector, 'grasp_failed')[0] - _truth(truth, 'grasp_failed')[0]) <= TOLERANCE_S
+    failed = next(e for e in detector.events if e.kind == 'grasp_failed')
+    assert failed.evidence[0].signal == 'gripper.opening' and failed.evidence[0].value < failed.evidence[0].threshold
+
+
+def test_timeline_covers_the_episode_in_order(episodes: dict) -> None:
+    gripper, wrench, truth = episodes['recovery']
+    detector = _run(gripper, wrench)
+    timeline = detector.timeline(0, round(truth['duration_s'] * 1e9))
+    names = [(s.name, s.attempt) for s in timeline]
+    assert names == [('reach', 1), ('grasp', 1), ('transport', 1), ('retreat', 1), ('reach', 2), ('grasp', 2),
+                     ('transport', 2), ('release', 2), ('retreat', 2)]
+    assert timeline[0].start_ns == 0 and timeline[-1].end_ns == round(truth['duration_s'] * 1e9)
+    assert all(a.end_ns == b.start_ns for a, b in itertools.pairwise(timeline))
+
+
+def test_gripper_in_other_units_and_direction_gives_the_same_events(episodes: dict) -> None:
+    """A gripper reporting millimetres of closure (0 open, 85 closed) instead of metres of opening."""
+    gripper, wrench, _ = episodes['success']
+    scale = 85 / 0.04
+    flipped = [replace(r, position=85 - r.position * scale, velocity=-r.velocity * scale, effort=r.effort * 7.5)
+               for r in gripper]
+    detector = _run(flipped, wrench, replace(SIM, open_position=0.0, closed_position=85.0))
+    reference = _run(gripper, wrench)
+    assert [(e.kind, e.stamp_ns) for e in detector.events] == [(e.kind, e.stamp_ns) for e in reference.events]
+
+
+def test_noise_gaps_and_nans_do_not_break_it(episodes: dict) -> None:
+    gripper, wrench, truth = episodes['recovery']
+    rng = np.random.default_rng(1)
+    noisy_gripper = []
+    for i, r in enumerate(gripper):
+        if rng.random() < 0.02:
+            continue  # a lost sample
+        position = math.nan if i % 250 == 0 else r.position + rng.normal(0, 0.0002)
+        noisy_gripper.append(replace(r, position=position, velocity=r.velocity + rng.normal(0, 0.005),
+                                     effort=r.effort + rng.normal(0, 0.2)))
+    noisy_wrench = [replace(r, force=tuple(np.array(r.force) + rng.normal(0, 0.1, 3))) for r in wrench
+                    if rng.random() > 0.02]
+    noisy_wrench.insert(100, replace(noisy_wrench[100], force=(math.nan, 0.0, 0.0)))
+    detector = _run(noisy_gripper, noisy_wrench)
+    _assert_matches(detector, truth, ('contact', 'grasp', 'release', 'grasp_failed'))
+    assert detector.skipped['gripper_not_finite'] >= 1 and detector.skipped['wrench_not_finite'] == 1
+
+
+def test_repeated_stamps_are_dropped(episodes: dict) -> None:
+    gripper, wrench, truth = episodes['success']
+    doubled = [r for r in gripper for _ in (0, 1)]
+    detector = _run(doubled, wrench)
+    assert detector.skipped['gripper_stamp_not_increasing'] == len(gripper)
+    _assert_matches(detector, truth, ('contact', 'grasp', 'release'))
+
+
+def test_gripper_only_and_wrench_only(episodes: dict) -> None:
+    gripper, wrench, truth = episodes['success']
+    only_gripper = _run(gripper, wrench, replace(SIM, use_wrench=False))
+    _assert_matches(only_gripper, truth, ('grasp_start', 'contact', 'grasp', 'release'))
+    assert not _times(only_gripper, 'lift')  # lifting needs the wrist to feel the weight
+    only_wrench = _run(gripper, wrench, replace(SIM, use_gripper=False))
+    contacts = _times(only_wrench, 'contact')
+    assert contacts and abs(contacts[0] - _truth(truth, 'contact')[0]) <= TOLERANCE_S
+    assert not _times(only_wrench, 'grasp')
+
+
+def test_stamp_order_does_not_depend_on_arrival_interleaving() -> None:
+    a = [('gripper', t) for t in range(0, 100, 10)]
+    b = [('wrench', t) for t in range(0, 100, 2)]
+    orders = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        arrivals, ia, ib = [], 0, 0
+        while ia < len(a) or ib < len(b):  # each stream keeps its own order; the interleaving is random
+            if ib >= len(b) or (ia < len(a) and rng.random() < 0.3):
+                arrivals.append(a[ia])
+                ia += 1
+            else:
+                arrivals.append(b[ib])
+                ib += 1
+        order = StampOrder(['gripper', 'wrench'])
+        out = [item for stream, t in arrivals for item in order.push(stream, t, (stream, t))]
+        orders.append([x[2] for x in out + order.flush()])
+    assert all(o == orders[0] for o in orders)
+    assert [t for _, t in orders[0]] == sorted(t for _, t in orders[0])
+
+
+def test_segment_command_writes_events_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = load_profile(PROFILE)
+    bag = tmp_path / 'bag'
+    truth = write_sim_episode(bag, profile, seed=0)
+    assert main(['segment', str(bag), '--profile', str(PROFILE), '--json']) == 0
+    data = json.loads(capsys.readouterr().out)
+    grasp = next(e for e in data['events'] if e['kind'] == 'grasp')
+    assert abs(grasp['t_s'] - truth['secured_s']) <= TOLERANCE_S
+    assert grasp['evidence'] and {'signal', 'value', 'threshold'} <= set(grasp['evidence'][0])
+    assert [s['name'] for s in data['timeline']] == ['reach', 'grasp', 'transport', 'release', 'retreat']
+
+    assert main(['segment', str(bag)]) == 1
+    assert 'needs --profile' in capsys.readouterr().err
+
+
+def test_segment_dataset_writes_each_episode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ros_robodata.dataset import Dataset
+    from ros_robodata.dataset.episode import Episode
+
+    profile = load_profile(PROFILE)
+    dataset = Dataset.create(tmp_path / 'ds', profile=profile)
+    ids = []
+    for seed in (0, 8):
+        episode_id = f'2026010{seed}-120000'
+        write_sim_episode(dataset.bag_dir(episode_id), profile, seed=seed, episode_index=2 if seed == 8 else 0)
+        dataset.add_episode(Episode(id=episode_id, task='pick', status='complete'))
+        ids.append(episode_id)
+    assert main(['segment', str(dataset.root)]) == 0
+    out = capsys.readouterr().out
+    assert all(i in out for i in ids)
+    first = json.loads((dataset.episode_dir(ids[0]) / 'events.json').read_text())
+    second = json.loads((dataset.episode_dir(ids[1]) / 'events.json').read_text())
+    assert first['episode_id'] == ids[0] and 'release' in [e['kind'] for e in first['events']]
+    assert [e['kind'] for e in second['events']] == ['grasp_start', 'grasp_failed']
+
+
+def test_a_bag_without_the_topics_says_so(tmp_path: Path, write_demo_bag, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    bag = tmp_path / 'other'
+    write_demo_bag(bag)
+    assert main(['segment', str(bag), '--profile', str(PROFILE)]) == 1
+    err = capsys.readouterr().err
+    assert 'none of the topics the segmenter reads' in err and '/gripper/joint_states' in err
