@@ -118,7 +118,7 @@ def _add_param(launch: ET.Element, **attrib: str) -> None:
 
 
 def test_an_unbroken_copy_passes(package):
-    assert check_all(package) == {package / 'launch' / RECORD: []}
+    assert check_all(package) == {package / 'launch' / path.name: [] for path in LAUNCH_FILES}
 
 
 def test_malformed_xml(package):
@@ -286,11 +286,12 @@ def test_cli_lists_problems_and_exits_1(capsys, package):
     _edit(package, lambda launch: _add_param(launch, name='extra', value='$(var nope)'))
     assert main(['check-launch', str(package)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f'{package / "launch" / RECORD}: <param name="extra"> value="$(var nope)": ' \
-                     '$(var nope) but no <arg> or <let> declares nope'
-    assert out[-1] == '1 problem(s) in 1 of 1 launch file(s)'
+    problem = f'{package / "launch" / RECORD}: <param name="extra"> value="$(var nope)": ' \
+              '$(var nope) but no <arg> or <let> declares nope'
+    assert problem in out
+    assert out[-1] == f'1 problem(s) in 1 of {len(LAUNCH_FILES)} launch file(s)'
     assert main(['check-launch', '--json', str(package / 'launch' / RECORD)]) == 1
-    assert list(json.loads(capsys.readouterr().out).values()) == [[out[0].split(': ', 1)[1]]]
+    assert list(json.loads(capsys.readouterr().out).values()) == [[problem.split(': ', 1)[1]]]
 
 
 @pytest.mark.parametrize('case', ['missing', 'empty', 'outside'])
@@ -301,3 +302,35 @@ def test_cli_bad_input_gives_one_error_line(capsys, tmp_path, case):
     assert main(['check-launch', str(target)]) == 1
     err = capsys.readouterr().err
     assert err.startswith('robodata check-launch: error: ') and err.count('\n') == 1
+
+
+def _declared_parameters(module: Path) -> set[str]:
+    """Names a node module declares with nodes.common.declare(self, 'name', ...), plus ROS's own use_sim_time."""
+    names = {'use_sim_time'}
+    for call in ast.walk(ast.parse(module.read_text(encoding='utf-8'))):
+        if (isinstance(call, ast.Call) and getattr(call.func, 'id', None) == 'declare' and len(call.args) >= 2
+                and isinstance(call.args[1], ast.Constant)):
+            names.add(call.args[1].value)
+    return names
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_parameter_a_launch_file_sets_is_one_the_node_declares(path):
+    for node in ET.parse(path).getroot().iter('node'):
+        if node.get('pkg') != 'ros_robodata':
+            continue
+        declared = _declared_parameters(ROOT / 'ros_robodata' / 'nodes' / f'{node.get("exec")}.py')
+        given = {p.get('name') for p in node.findall('param')}
+        assert given <= declared, f'{path.name}: {node.get("exec")} declares no {sorted(given - declared)}'
+
+
+def test_session_launch_runs_what_robodata_session_runs():
+    launch = ET.parse(ROOT / 'launch' / 'session.launch.xml').getroot()
+    nodes = {node.get('exec'): {p.get('name'): p.get('value') for p in node.findall('param')}
+             for node in launch.iter('node')}
+    assert set(nodes) == {'recorder', 'segmenter'}
+    # Both read the same rig description, on the same clock.
+    assert nodes['recorder']['profile'] == nodes['segmenter']['profile'] == '$(var profile)'
+    assert nodes['recorder']['use_sim_time'] == nodes['segmenter']['use_sim_time'] == '$(var use_sim_time)'
+    record = ET.parse(ROOT / 'launch' / RECORD).getroot()
+    assert {a.get('name') for a in launch.findall('arg')} == {a.get('name') for a in record.findall('arg')}

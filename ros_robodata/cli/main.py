@@ -17,6 +17,7 @@ from ros_robodata.cli import (
     record_cmd,
     repair,
     segment_cmd,
+    session_cmd,
 )
 from ros_robodata.errors import RobodataError
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_cmd.add_parser(sub)
     demo_cmd.add_parser(sub)
     segment_cmd.add_parser(sub)
+    session_cmd.add_parser(sub)
     return parser
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
@@ -78,15 +78,32 @@ def run_node(
     after_start: Callable[[Node], None] | None = None,
 ) -> int:
     """Create and spin a node until Ctrl-C/SIGTERM, then let it close cleanly; user errors are one line."""
+    return run_nodes(
+        [make], args,
+        on_shutdown=None if on_shutdown is None else lambda nodes, reason: on_shutdown(nodes[0], reason),
+        after_start=None if after_start is None else lambda nodes: after_start(nodes[0]),
+    )
+
+
+def run_nodes(
+    makers: Sequence[Callable[[], Node]],
+    args: list[str] | None = None,
+    *,
+    on_shutdown: Callable[[list[Node], str], None] | None = None,
+    after_start: Callable[[list[Node]], None] | None = None,
+) -> int:
+    """Several nodes in one process and one executor (what `robodata session` runs), like run_node."""
     rclpy.init(args=args)
-    node = None
+    nodes: list[Node] = []
     reason = 'interrupted'
     try:
-        node = make()
+        for make in makers:
+            nodes.append(make())
         executor = make_executor()
-        executor.add_node(node)
+        for node in nodes:
+            executor.add_node(node)
         if after_start is not None:
-            after_start(node)
+            after_start(nodes)
         # EventsExecutor.spin() (rclpy 7.1) never serves service requests from other processes;
         # a spin_once loop does, at the same message throughput.
         while rclpy.ok():
@@ -94,12 +111,13 @@ def run_node(
     except (KeyboardInterrupt, ExternalShutdownException):
         reason = 'interrupted'
     except RobodataError as err:
-        print(f'{getattr(node, "name", "robodata")}: error: {" ".join(str(err).split())}', file=sys.stderr)
+        name = nodes[-1].get_name() if len(nodes) == len(makers) else 'robodata'
+        print(f'{name}: error: {" ".join(str(err).split())}', file=sys.stderr)
         return 1
     finally:
-        if node is not None and on_shutdown is not None:
-            on_shutdown(node, reason)
-        if node is not None:
+        if nodes and on_shutdown is not None:
+            on_shutdown(nodes, reason)
+        for node in nodes:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

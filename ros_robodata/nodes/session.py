@@ -1,0 +1,44 @@
+"""A rig's session in one process: the recorder and the segmenter (what launch/session.launch.xml starts as
+separate processes). `robodata session` runs it."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from ros_robodata.nodes.common import run_nodes
+from ros_robodata.nodes.recorder import RecorderNode
+from ros_robodata.nodes.segmenter import SegmenterNode
+
+
+def _params(**values: Any) -> list[Parameter]:
+    return [Parameter(name, value=value) for name, value in values.items() if value is not None]
+
+
+def run_session(profile: str, dataset: str, *, task: str = '', operator: str | None = None, mode: str = 'teleop',
+                delete_discarded: bool = False, use_sim_time: bool = False, segment: bool = True) -> int:
+    """Spin the session's nodes until Ctrl-C/SIGTERM; a running episode is then closed as interrupted."""
+    sys.setswitchinterval(0.0005)  # as the recorder alone: short GIL turns keep intake steady
+    makers = [lambda: RecorderNode(parameter_overrides=_params(
+        profile=profile, dataset=dataset, task=task, operator=operator, mode=mode,
+        delete_discarded=delete_discarded, use_sim_time=use_sim_time))]
+    if segment:
+        makers.append(lambda: SegmenterNode(parameter_overrides=_params(profile=profile, use_sim_time=use_sim_time)))
+    return run_nodes(makers, ['robodata'], on_shutdown=_close_episode, after_start=_quiet_gc)
+
+
+def _close_episode(nodes: list[Node], reason: str) -> None:
+    for node in nodes:
+        if isinstance(node, RecorderNode):
+            episode = node.recorder.close('interrupted')
+            if episode is not None:
+                print(f'recorder: episode {episode.id} closed as {episode.status} ({reason})', file=sys.stderr)
+
+
+def _quiet_gc(_nodes: list[Node]) -> None:
+    gc.collect()
+    gc.freeze()

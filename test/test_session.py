@@ -1,0 +1,67 @@
+"""`robodata session` on real DDS: the recorder and the segmenter in one process; the live events land in the bag."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.profile import load_profile
+from ros_robodata.segment.offline import segment_bag
+from ros_robodata.sim.to_bag import write_sim_episode
+from ros_robodata.srv import StartEpisode
+from test.ros_rig import PROFILE, client, new_domain, ros_env, stop_process
+
+
+def test_session_records_the_live_segment_events_into_the_episode(tmp_path: Path) -> None:
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import JointState
+
+    profile = load_profile(PROFILE)
+    replay = tmp_path / 'replay'
+    write_sim_episode(replay, profile, seed=0)
+    expected = [e.kind for e in segment_bag(replay, profile).events]
+
+    domain = new_domain()
+    log = tmp_path / 'session.log'
+    args = [sys.executable, '-m', 'ros_robodata.cli.main', 'session', '--profile', str(PROFILE),
+            '--dataset', str(tmp_path / 'ds'), '--task', 'pick_cube']
+    session = subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    try:
+        with client(domain) as c:
+            qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+            publishers = {spec.topic: c.node.create_publisher(kind, spec.topic, qos)
+                          for spec, kind in ((profile.topics.gripper, JointState),
+                                             (profile.topics.wrench, WrenchStamped))}
+            deadline = time.monotonic() + 30
+            # Recorder and segmenter both subscribe to each.
+            while not all(p.get_subscription_count() >= 2 for p in publishers.values()):
+                assert session.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, 'the session never subscribed: ' + log.read_text()
+                c.spin_for(0.1)
+            episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+            with BagReader(replay) as reader:
+                for i, message in enumerate(reader.messages(list(publishers))):
+                    publishers[message.topic].publish(bytes(message.data))
+                    if i % 50 == 0:
+                        c.spin_for(0.005)
+            c.spin_for(2.0)
+            assert c.call(Trigger, '/recorder/stop_episode').success
+            deadline = time.monotonic() + 20
+            while not any(e.event == e.STOP for e in c.events) and time.monotonic() < deadline:
+                c.spin_for(0.1)
+    finally:
+        assert stop_process(session) == 0, log.read_text()
+
+    dataset = Dataset.open(tmp_path / 'ds')
+    assert dataset.episode(episode_id).status == 'complete'
+    with BagReader(dataset.bag_dir(episode_id)) as bag:
+        recorded = [(decoded.kind, decoded.episode_id) for _, decoded in bag.read(['/robodata/events'])]
+    assert recorded == [(kind, episode_id) for kind in expected]
