@@ -1,4 +1,4 @@
-"""`robodata demo` end to end on real rclpy: the sim cell and the recorder in one process, two episodes."""
+"""`robodata demo` end to end on real rclpy: sim cell, recorder and segmenter in one process, two episodes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from ros_robodata.dataset import Dataset
 from ros_robodata.profile import load_profile
 from test.ros_rig import PROFILE, new_domain, ros_env
 
-NOBODY_PUBLISHES = {'/robodata/events'}
-
 
 def robodata(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', *args], capture_output=True, text=True,
@@ -24,12 +22,13 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
     run = robodata('demo', '--episodes', '2', '--seed', '0', '--out', str(out), env=ros_env(new_domain()))
     assert run.returncode == 0, run.stderr[-3000:]
     assert 'dataset:' in run.stdout and 'issues found' in run.stdout
+    assert run.stdout.count('grasp, lift, release') == 2  # seeds 0 and 1 are clean successes
 
     dataset = Dataset.open(out / 'dataset')
     episodes = [dataset.episode(i) for i in dataset.episode_ids()]
     assert len(episodes) == 2
     profile = load_profile(PROFILE)
-    rates = {spec.topic: spec.rate_hz for _, spec in profile.all_topics() if spec.topic not in NOBODY_PUBLISHES}
+    rates = {spec.topic: spec.rate_hz for _, spec in profile.all_topics()}
     for episode in episodes:
         assert episode.status == 'complete'
         truth_file = dataset.episode_dir(episode.id) / 'ground_truth.json'
@@ -48,9 +47,20 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
             for message in bag.messages(list(rates), start, stop):  # the marked window: no pre-roll
                 counts[message.topic] += 1
         for topic, rate in rates.items():
-            if rate is None:  # latched /robot_description: repeated at the top of every bag
+            if rate is None:  # latched /robot_description, and the segmenter's events
                 continue
             measured = counts[topic] / window_s
             assert abs(measured - rate) <= 0.05 * rate, f'{episode.id} {topic}: {measured:.1f} Hz, expected {rate:g}'
+        # The live segmenter's events are in the bag, and the offline pass wrote events.json; both put the
+        # grasp where the physics says the object was secured.
+        with BagReader(dataset.bag_dir(episode.id)) as bag:
+            live = [m for _, m in bag.read(['/robodata/events'])]
+        secured_ns = truth['start_ns'] + round(truth['secured_s'] * 1e9)
+        live_grasps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in live if m.kind == 'grasp']
+        assert len(live_grasps) == 1 and abs(live_grasps[0] - secured_ns) < 50_000_000
+        assert {m.episode_id for m in live} == {episode.id}
+        offline = json.loads((dataset.episode_dir(episode.id) / 'events.json').read_text())
+        grasps = [e['t_ns'] for e in offline['events'] if e['kind'] == 'grasp']
+        assert len(grasps) == 1 and abs(grasps[0] - secured_ns) < 50_000_000
     verify = robodata('verify', str(out / 'dataset'))
     assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -1,9 +1,10 @@
-"""The demo's ROS side: the recorder and the simulated cell in one process on real DDS, a scripted operator.
+"""The demo's ROS side: the recorder, the segmenter and the simulated cell in one process on real DDS.
 
-One rclpy context, two nodes: the recorder (spun by its executor in a thread, as `robodata record` spins it) and
-the sim cell (publishing from the main thread, paced to the wall clock). The scripted operator starts each
-episode, acts it out, labels it with the outcome it knows from the physics and stops it; the ground truth is
-written next to the episode as ground_truth.json. `robodata demo` (ros_robodata/cli/demo_cmd.py) runs it.
+One rclpy context, three nodes: the recorder and the live segmenter (spun by one executor in a thread, as
+`robodata session` spins them) and the sim cell (publishing from the main thread, paced to the wall clock).
+The scripted operator starts each episode, acts it out, labels it with the outcome it knows from the physics
+and stops it; the ground truth is written next to the episode as ground_truth.json. Afterwards every episode
+is segmented offline (events.json). `robodata demo` (ros_robodata/cli/demo_cmd.py) runs it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ros_robodata.cli.common import stderr
 from ros_robodata.errors import RobodataError
 from ros_robodata.nodes.common import make_executor
 from ros_robodata.nodes.recorder import RecorderNode
+from ros_robodata.nodes.segmenter import SegmenterNode
 from ros_robodata.nodes.sim_cell import SimCellNode
 
 TASK = 'pick_place_cube'
@@ -35,6 +37,7 @@ OPERATOR = 'scripted'
 # After the cell's last sample, before the stop: lets DDS deliver what is in flight into this episode.
 _LINGER_S = 0.1
 _STOP_TIMEOUT_S = 60.0
+_SHOWN = ('grasp', 'lift', 'release', 'grasp_failed')
 
 
 def profile_path() -> Path:
@@ -92,7 +95,7 @@ class _Demo:
         # Ctrl-C stays a KeyboardInterrupt in the main thread; the recorder is closed below, then ROS.
         rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
         signal.signal(signal.SIGTERM, _terminate)
-        recorder = sim = None
+        recorder = sim = segmenter = None
         spinning = threading.Event()
         spinner = None
         interrupted = False
@@ -107,8 +110,10 @@ class _Demo:
             recorder = RecorderNode(parameter_overrides=params(
                 profile=profile, dataset=str(self.dataset_root), task=TASK, operator=OPERATOR, mode=args.mode))
             recorder.recorder.add_transition_listener(self._on_transition)  # after the node's own announcement
+            segmenter = SegmenterNode(parameter_overrides=params(profile=profile))
             executor = make_executor()
             executor.add_node(recorder)
+            executor.add_node(segmenter)
             spinning.set()
 
             def spin() -> None:
@@ -132,11 +137,13 @@ class _Demo:
             spinning.clear()
             if spinner is not None:
                 spinner.join(2.0)
-            for node in (recorder, sim):
+            for node in (recorder, segmenter, sim):
                 if node is not None:
                     node.destroy_node()
             if rclpy.ok():
                 rclpy.shutdown()
+        if not interrupted:
+            self._segment()
         self._summary(time.monotonic() - t_start, interrupted)
         if interrupted:
             raise KeyboardInterrupt
@@ -184,6 +191,20 @@ class _Demo:
                 progress.update(overall, advance=1, description=f'{label}: {truth["outcome"]}')
             progress.update(overall, description='episodes recorded')
 
+    def _segment(self) -> None:
+        """The offline step: events.json for every recorded episode."""
+        from ros_robodata.dataset import Dataset
+        from ros_robodata.errors import RobodataError
+        from ros_robodata.segment.offline import dataset_profile, segment_episode
+
+        dataset = Dataset.open(self.dataset_root)
+        profile = dataset_profile(dataset)
+        for row in self.rows:
+            try:
+                row['events'] = segment_episode(dataset, row['id'], profile).events
+            except RobodataError as err:
+                stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot segment: {err}[/]')
+
     def _summary(self, wall_s: float, interrupted: bool) -> None:
         from rich.table import Table
 
@@ -196,9 +217,10 @@ class _Demo:
         table = Table(title=f'robodata demo: {len(self.rows)} episode(s) in {wall_s:.0f} s'
                             f'{" (interrupted)" if interrupted else ""}')
         for name, justify in (('episode', 'left'), ('outcome', 'left'), ('status', 'left'), ('duration s', 'right'),
-                              ('messages', 'right'), ('issues found', 'right')):
+                              ('messages', 'right'), ('issues found', 'right'), ('events', 'left')):
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
         ids = [row['id'] for row in self.rows]
+        events = {row['id']: row.get('events') for row in self.rows}
         if interrupted:  # the episode Ctrl-C closed is in the catalog, not in rows
             closed = [i for i in dataset.episode_ids() if dataset.episode(i).status == 'interrupted']
             ids += [i for i in closed if i not in ids][-1:]
@@ -208,7 +230,9 @@ class _Demo:
             else:
                 duration = '-'
             messages = sum(int(t.get('count', 0)) for t in episode.topics.values())
+            found = events.get(episode.id)
+            shown = ', '.join(e.kind for e in found if e.kind in _SHOWN) if found is not None else '-'
             table.add_row(episode.id, episode.outcome, episode.status, duration, str(messages),
-                          str(episode.loss.get('total_lost', 0)))
+                          str(episode.loss.get('total_lost', 0)), shown)
         stdout.print(table)
         stdout.print(f'dataset: {self.dataset_root.resolve()}')
