@@ -287,6 +287,7 @@ class _RosbagsSource(_Source):
     """A storage file read by rosbags with its index (the normal case)."""
 
     def __init__(self, file: Path) -> None:
+        self._file = file
         self._reader = Reader(file)
         self._reader.open()
         self.topics = {}
@@ -306,6 +307,14 @@ class _RosbagsSource(_Source):
     def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
         conns = [c for c in self._reader.connections if wanted is None or c.topic in wanted]
         if not conns:
+            return
+        if self._file.suffix == '.mcap' and len(conns) < len(self._reader.connections):
+            # Every MCAP chunk holds every topic, and rosbags' per-topic index walk is slower than decompressing
+            # the chunks in order and skipping what is not wanted (measured: ~0.5 s against ~0.4 s a bag).
+            wanted_ids = {c.id for c in conns}
+            for conn, t_ns, data in self._reader.messages(start=start_ns, stop=stop_ns):
+                if conn.id in wanted_ids:
+                    yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
             return
         for conn, t_ns, data in self._reader.messages(connections=conns, start=start_ns, stop=stop_ns):
             yield BagMessage(conn.topic, conn.msgtype, t_ns, data)

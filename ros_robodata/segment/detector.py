@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from ros_robodata.segment.events import (
     Evidence,
     Segment,
 )
+from ros_robodata.segment.load import NOISE_SIGMAS, GraspLoad, WristLoad
 from ros_robodata.segment.noise import NoiseFloor
 from ros_robodata.segment.readings import GripperReading, WrenchReading
 
@@ -38,18 +39,10 @@ from ros_robodata.segment.readings import GripperReading, WrenchReading
 MIN_STROKE_SPEED = 0.1
 # Within this share of the stroke from closed, the fingers closed on nothing.
 CLOSED_MARGIN = 0.05
-# Thresholds sit this many noise sigmas above the floor.
-NOISE_SIGMAS = 6.0
-# Below this a wrist F/T sensor's reading is not trusted as contact (typical resolution of such sensors).
-MIN_FORCE_N = 0.5
 # The fingers must stay put this long after stopping before a grasp is called secured.
 SETTLE_S = 0.05
 # Holding effort: this share of max_effort (or of the stroke's peak effort when max_effort is unknown).
 HOLD_EFFORT_SHARE = 0.25
-# After the wrist load starts to change, wait this long to see the level it settles to.
-LOAD_SETTLE_S = 0.1
-# The wrench baseline follows slow drift (temperature, cable) with this time constant while nothing is held.
-BASELINE_TAU_S = 1.0
 
 _IDLE, _CLOSING, _GRIPPING, _HOLDING, _EMPTY, _SLIPPED = 'idle', 'closing', 'gripping', 'holding', 'empty', 'slipped'
 
@@ -85,14 +78,11 @@ class _Grasp:
     ref_x: float = math.nan
     confirmed: bool = False
     loosened: bool = False
-    lifted: bool = False
-    carried: float = 0.0  # the load the lift settled to, along the weight direction (or its size)
-    weight_axis: np.ndarray | None = None
+    loosened_ns: int | None = None  # when the holding effort went (a slip starts there)
     peak_effort: float = 0.0
-    hold_loads: deque = field(default_factory=lambda: deque(maxlen=200))
-    load_candidate_ns: int | None = None
-    load_candidate: list = field(default_factory=list)
-    carrying_ns: int | None = None
+    load: GraspLoad | None = None  # the wrist's view of this grasp, from its confirmation on
+    slipped_ns: int | None = None
+    quiet_from: int | None = None
 
 
 class EventDetector:
@@ -121,11 +111,8 @@ class EventDetector:
         self._still = 0  # consecutive still samples: a stroke starts from rest
         self._fail_x = 0.0
         # wrench
-        self._f0: np.ndarray | None = None
-        self._f_start: list[np.ndarray] = []
-        self._f_noise = [NoiseFloor() for _ in range(3)]
+        self._wrist = WristLoad(settings.contact_force_threshold_n)
         self._w_last_ns: int | None = None
-        self._loads: deque[tuple[int, np.ndarray, float]] = deque(maxlen=1000)
         self._w_contact = False
         self._free_loads: deque[float] = deque(maxlen=2500)  # |load| while free: what motion alone does
         self._motion_floor = 0.0
@@ -146,9 +133,7 @@ class EventDetector:
 
     @property
     def force_threshold(self) -> float:
-        if self.settings.contact_force_threshold_n is not None:
-            return self.settings.contact_force_threshold_n
-        return max(MIN_FORCE_N, NOISE_SIGMAS * max(n.sigma for n in self._f_noise))
+        return self._wrist.threshold
 
     def _hold_effort(self, grasp: _Grasp) -> float | None:
         """Effort (above idle) that means the fingers are squeezing; None when effort says nothing."""
@@ -268,6 +253,9 @@ class EventDetector:
 
         if self._state == _EMPTY or self._state == _SLIPPED:
             if x > self._fail_x + m:
+                if self._state == _SLIPPED:  # still rubbing on the falling object when the fingers opened
+                    start = self._onset(t, x, v, self._fail_x, last)
+                    self._emit(out, CONTACT_LOST, start, t, 0.8, [Evidence('gripper.opening', x, self._fail_x + m)])
                 self._state, self._grasp, self._still = _IDLE, None, 0
                 self._opening_since = t
             return
@@ -337,6 +325,8 @@ class EventDetector:
                 confidence = 0.95
             self._emit(out, GRASP, g.stall_ns, t, confidence, evidence)
             self._state = _HOLDING
+            if self.settings.use_wrench and self._wrist.baseline is not None:
+                g.load = GraspLoad(self._wrist.weight_axis(), self._wrist.threshold)
             return
 
         if self._state == _HOLDING:
@@ -360,7 +350,10 @@ class EventDetector:
                 g.ref_x = x
             hold = self._hold_effort(g)
             if hold is not None and math.isfinite(effort):
-                g.loosened = effort - self._e_idle < hold
+                loosened = effort - self._e_idle < hold
+                if loosened and not g.loosened:
+                    g.loosened_ns = t
+                g.loosened = loosened
 
     def _announce(self, out: list[Event], g: _Grasp, t: int, x: float, evidence: Evidence) -> None:
         """grasp_start, once the fingers travelled a closed-margin's worth (so a twitch is not a stroke)."""
@@ -369,19 +362,20 @@ class EventDetector:
             self._emit(out, GRASP_START, g.start_ns, t, 0.9, [evidence])
 
     def _fail(self, out: list[Event], at: int, now: int, evidence: list[Evidence], note: str,
-              x: float | None = None) -> None:
+              x: float | None = None, *, contact_lost: bool = True) -> None:
         self._emit(out, GRASP_FAILED, at, now, 0.9, evidence, note=note)
-        self._emit(out, CONTACT_LOST, at, now, 0.8, evidence)
+        if contact_lost:
+            self._emit(out, CONTACT_LOST, at, now, 0.8, evidence)
         self._state = _EMPTY
         self._fail_x = x if x is not None else (self._g_last[1] if self._g_last is not None else 0.0)
 
     # --- wrench -----------------------------------------------------------------------------------------------
     def _wrench_agrees(self, since_ns: int, now_ns: int) -> tuple[float, list[Evidence]]:
         """Confidence of a gripper contact, raised when the wrist felt it too (within 50 ms before, or since)."""
-        if not self.settings.use_wrench or self._f0 is None:
+        if not self.settings.use_wrench or self._wrist.baseline is None:
             return 0.85, []
-        peak = max((mag for t, _, mag in self._loads if since_ns - 50_000_000 <= t <= now_ns), default=0.0)
-        thr = self.force_threshold
+        peak = self._wrist.peak(since_ns - 50_000_000, now_ns)
+        thr = self._wrist.threshold
         if peak > thr:
             return 0.97, [Evidence('wrench.force_change', peak, thr)]
         return 0.8, []
@@ -389,55 +383,63 @@ class EventDetector:
     def wrench(self, r: WrenchReading) -> list[Event]:
         if not self.settings.use_wrench:
             return []
-        f = np.array(r.force, dtype=float)
-        if not np.all(np.isfinite(f)):
+        f = r.force
+        if not (math.isfinite(f[0]) and math.isfinite(f[1]) and math.isfinite(f[2])):
             return self._skip('wrench_not_finite')
         if self._w_last_ns is not None and r.stamp_ns <= self._w_last_ns:
             return self._skip('wrench_stamp_not_increasing')
-        dt = (r.stamp_ns - self._w_last_ns) / 1e9 if self._w_last_ns is not None else 0.0
         self._w_last_ns = r.stamp_ns
         self._w_frame = r.frame_id
         self._seen(r.stamp_ns)
         holding = self._state in (_GRIPPING, _HOLDING, _CLOSING)
-        if not (holding or self._w_contact):  # the sensor's own noise, measured while the wrist is free
-            for axis, noise in zip(f, self._f_noise, strict=True):
-                noise.add(float(axis))
-        if self._f0 is None:
-            self._f_start.append(f)
-            if len(self._f_start) >= 100:  # a warm-up: the median of 100 samples ignores a start-up knock
-                self._f0 = np.median(np.array(self._f_start), axis=0)
+        # The baseline and noise floor learn from the free wrist; a wrench-only rig's baseline follows slowly
+        # even in contact, so one taken during a knock does not stick.
+        reading = self._wrist.add(r.stamp_ns, f, free=not (holding or self._w_contact),
+                                  follow=not (self.settings.has_gripper and holding))
+        if reading is None:
             return []
-        load = f - self._f0
-        mag = float(np.linalg.norm(load))
-        self._loads.append((r.stamp_ns, load, mag))
-        thr = self.force_threshold
+        load, size = reading
         out: list[Event] = []
         if not self.settings.has_gripper:
-            if not self._w_contact:
-                self._free_loads.append(mag)
-                if len(self._free_loads) % 100 == 0 or len(self._free_loads) == self._free_loads.maxlen:
-                    # Without a gripper to say when a grasp is on, the arm's own accelerations must not read
-                    # as contact: stay above what the free wrist showed lately.
-                    self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
-            if self.settings.contact_force_threshold_n is None:
-                thr = max(thr, self._motion_floor)
-            self._wrench_contact(out, r.stamp_ns, mag, thr)
-        # The baseline follows the free wrist; a wrench-only rig follows slowly even in contact, so a baseline
-        # taken during a knock at start-up does not stick.
-        tau = BASELINE_TAU_S if not (holding or self._w_contact) else 30 * BASELINE_TAU_S
-        if dt > 0 and not (self.settings.has_gripper and holding):
-            self._f0 = self._f0 + min(1.0, dt / tau) * (f - self._f0)
+            self._wrench_contact(out, r.stamp_ns, size)
         g = self._grasp
-        if self._state == _HOLDING and g is not None and g.confirmed:
-            if not g.lifted:
-                self._watch_lift(out, g, r.stamp_ns, load, thr)
-            else:
-                self._watch_slip(out, g, r.stamp_ns, thr)
+        if self._state == _HOLDING and g is not None and g.load is not None:
+            lift = g.load.add(r.stamp_ns, load, size)
+            if lift is not None:
+                along = g.load.axis is not None
+                evidence = Evidence('wrench.load_along_weight' if along else 'wrench.load_step', lift[1],
+                                    g.load.edge_threshold if along else 2 * g.load.threshold)
+                self._emit(out, LIFT, lift[0], r.stamp_ns, 0.85, [evidence], frame_id=self._w_frame)
+            elif g.load.lifted:
+                self._watch_slip(out, g, r.stamp_ns)
+        elif self._state == _SLIPPED and g is not None and g.load is not None:
+            # The falling object rubs on the fingers in bursts: contact is lost once the load has stayed at
+            # none, steadily, for 0.1 s.
+            g.load.add(r.stamp_ns, load, size)
+            quiet_since = g.load.quiet_since()
+            if quiet_since is None or quiet_since < (g.slipped_ns or 0):
+                g.quiet_from = None
+            elif g.quiet_from is None:
+                g.quiet_from = quiet_since
+            elif r.stamp_ns - g.quiet_from >= 150_000_000:
+                self._emit(out, CONTACT_LOST, g.quiet_from, r.stamp_ns, 0.7,
+                           [Evidence('wrench.load', g.load.level(), g.load.edge_threshold)], frame_id=self._w_frame)
+                self._state = _EMPTY
         return out
 
-    def _wrench_contact(self, out: list[Event], t: int, mag: float, thr: float) -> None:
-        """Wrench-only rigs: contact while the load stands above the noise (3 samples), lost below half of it."""
-        beyond = mag > thr if not self._w_contact else mag < thr / 2
+    def _wrench_contact(self, out: list[Event], t: int, size: float) -> None:
+        """Wrench-only rigs: contact while the load stands above the noise (3 samples), lost below half of it.
+
+        Without a gripper to say when a grasp is on, the arm's own accelerations must not read as contact: the
+        threshold also stays above what the free wrist showed lately."""
+        if not self._w_contact:
+            self._free_loads.append(size)
+            if len(self._free_loads) % 100 == 0 or len(self._free_loads) == self._free_loads.maxlen:
+                self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
+        thr = self._wrist.threshold
+        if self.settings.contact_force_threshold_n is None:
+            thr = max(thr, self._motion_floor)
+        beyond = size > thr if not self._w_contact else size < thr / 2
         if not beyond:
             self._w_run.clear()
             return
@@ -449,101 +451,44 @@ class EventDetector:
         self._w_run.clear()
         self._w_contact = not self._w_contact
         kind = CONTACT if self._w_contact else CONTACT_LOST
-        self._emit(out, kind, at, t, 0.8, [Evidence('wrench.force_change', mag, thr if self._w_contact
+        self._emit(out, kind, at, t, 0.8, [Evidence('wrench.force_change', size, thr if self._w_contact
                                                     else thr / 2)], frame_id=self._w_frame)
-
-    def _weight_axis(self, thr: float) -> np.ndarray | None:
-        """Which way the tool's weight pulls in the sensor frame, when the sensor is not tared (else None)."""
-        if self._f0 is None:
-            return None
-        size = float(np.linalg.norm(self._f0))
-        return self._f0 / size if size > 4 * thr else None
-
-    def _watch_lift(self, out: list[Event], g: _Grasp, t: int, load: np.ndarray, thr: float) -> None:
-        """Lift: the wrist starts carrying the object's weight while the grasp holds (it left its support).
-
-        With an untared sensor the weight's direction is known and the load along it must settle above the
-        noise; with a tared one, any step of the load to a new steady level counts."""
-        axis = self._weight_axis(thr)
-        if axis is not None:
-            along = float(load @ axis)
-            if along <= thr:
-                g.load_candidate_ns, g.load_candidate = None, []
-                return
-            if g.load_candidate_ns is None:
-                g.load_candidate_ns = t
-            g.load_candidate.append((t, along))
-            if t - g.load_candidate_ns < LOAD_SETTLE_S * 1e9:
-                return
-            level = float(np.median([a for _, a in g.load_candidate[-5:]]))
-            at = next(ts for ts, a in g.load_candidate if a >= level - thr)
-            self._lifted(out, g, t, at, level, axis, thr)
-            return
-        if g.load_candidate_ns is None:
-            if len(g.hold_loads) >= 10:
-                ref = np.median(np.array(g.hold_loads), axis=0)
-                if float(np.linalg.norm(load - ref)) > 2 * thr:
-                    g.load_candidate_ns = t
-                    g.load_candidate = [(t, load)]
-                    return
-            g.hold_loads.append(load)
-            return
-        g.load_candidate.append((t, load))
-        if t - g.load_candidate_ns < LOAD_SETTLE_S * 1e9:
-            return
-        ref = np.median(np.array(g.hold_loads), axis=0)
-        tail = np.array([ld for _, ld in g.load_candidate[-5:]])
-        level_vec = np.median(tail, axis=0)
-        if float(np.linalg.norm(level_vec - ref)) <= 2 * thr:  # a knock, not a new level
-            g.load_candidate_ns, g.load_candidate = None, []
-            return
-        at = next(ts for ts, ld in g.load_candidate if float(np.linalg.norm(ld - level_vec)) < thr)
-        self._lifted(out, g, t, at, float(np.linalg.norm(level_vec)), None, thr)
-
-    def _lifted(self, out: list[Event], g: _Grasp, now: int, at: int, level: float, axis: np.ndarray | None,
-                thr: float) -> None:
-        g.lifted, g.carried, g.weight_axis, g.carrying_ns = True, level, axis, now
-        g.load_candidate_ns, g.load_candidate = None, []
-        signal = 'wrench.load_along_weight' if axis is not None else 'wrench.load_step'
-        self._emit(out, LIFT, at, now, 0.85, [Evidence(signal, level, thr)], frame_id=self._w_frame)
 
     def _load_gone_before(self, g: _Grasp, before_ns: int) -> tuple[int, Evidence] | None:
         """When the carried load had already dropped below three quarters before the gripper opened: the time
-        it dropped, with the evidence; None when the object was still carried (or nothing says)."""
-        if not g.lifted or g.carried <= self.force_threshold:
+        it was last carried, with the evidence; None when the object was still carried (or nothing says)."""
+        if g.load is None or not g.load.telling:
             return None
-        history = [(ts, float(ld @ g.weight_axis) if g.weight_axis is not None else mag)
-                   for ts, ld, mag in self._loads if ts < before_ns - 20_000_000]
-        if len(history) < 10:
+        level = g.load.level_before(before_ns)
+        if level is None or level >= 0.75 * g.load.carried:
             return None
-        level = float(np.median([v for _, v in history[-10:]]))
-        if level >= 0.75 * g.carried:
-            return None
-        carried_until = max((i for i, (_, v) in enumerate(history) if v >= 0.75 * g.carried), default=-1)
-        at = history[min(carried_until + 1, len(history) - 1)][0]
-        return at, Evidence('wrench.load', level, 0.75 * g.carried)
+        return self._slip_start(g, before_ns), Evidence('wrench.load', level, 0.75 * g.load.carried)
 
-    def _watch_slip(self, out: list[Event], g: _Grasp, t: int, thr: float) -> None:
-        """Slip: the carried load vanishes while the fingers stay closed and the grip was loosened (or, with no
-        effort signal, vanishes abruptly)."""
-        if g.carried <= thr:  # the object is too light for the wrist to tell it from the noise
+    @staticmethod
+    def _slip_start(g: _Grasp, default: int) -> int:
+        """A loosened grip lets go at once; else the load was last carried at the window's middle."""
+        assert g.load is not None
+        return g.loosened_ns or g.load.carrying_ns or default
+
+    def _watch_slip(self, out: list[Event], g: _Grasp, t: int) -> None:
+        """Slip: the carried load drops below half while the fingers stay closed and the grip was loosened (or,
+        with no effort signal, drops within 0.1 s)."""
+        assert g.load is not None
+        if not g.load.telling:  # the object is too light for the wrist to tell it from none
             return
-        recent = list(self._loads)[-10:]
-        values = [float(ld @ g.weight_axis) if g.weight_axis is not None else mag for _, ld, mag in recent]
-        level = float(np.median(values[-5:]))
-        if level > 0.75 * g.carried:
-            g.carrying_ns = t
-            return
-        if level >= 0.5 * g.carried:
+        level = g.load.level()
+        if level >= 0.5 * g.load.carried:
             return
         effort_known = self._hold_effort(g) is not None
-        abrupt = g.carrying_ns is not None and t - g.carrying_ns < 100_000_000
+        carried_until = g.load.carrying_ns
+        abrupt = carried_until is not None and t - carried_until < 100_000_000
         if not (g.loosened or (not effort_known and abrupt)):
             return
-        at = next((ts for (ts, _, _), v in zip(recent, values, strict=True) if v < 0.5 * g.carried), t)
-        evidence = [Evidence('wrench.load', level, 0.5 * g.carried)]
-        self._fail(out, at, t, evidence, 'the carried load vanished: the object slipped out')
-        self._state = _SLIPPED
+        evidence = [Evidence('wrench.load', level, 0.5 * g.load.carried)]
+        self._fail(out, self._slip_start(g, t), t, evidence, 'the carried load vanished: the object slipped out',
+                   contact_lost=False)
+        self._state = _SLIPPED  # contact_lost once the object stops rubbing on the fingers, or they open
+        g.slipped_ns = t
 
     # --- end --------------------------------------------------------------------------------------------------
     def finish(self) -> list[Event]:

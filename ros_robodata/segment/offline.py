@@ -28,8 +28,8 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
         if not present:
             wanted = ', '.join(sorted(segmenter.topics))
             raise BagError(f'{path}: none of the topics the segmenter reads ({wanted}) is in this bag')
-        for message, decoded in reader.read(present):
-            segmenter.add_message(message.topic, decoded)
+        for message in reader.messages(present):
+            segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m))
         segmenter.finish()
         result = segmenter.result(reader.start_ns, reader.end_ns)
         result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})

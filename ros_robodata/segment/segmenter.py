@@ -3,9 +3,11 @@ offline because samples are put in stamp order before the detector sees them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ros_robodata.profile import Profile
+from ros_robodata.segment.cdr import gripper_from_cdr, wrench_from_cdr
 from ros_robodata.segment.detector import EventDetector, SegmenterSettings
 from ros_robodata.segment.events import Event, SegmentResult
 from ros_robodata.segment.order import StampOrder
@@ -66,6 +68,24 @@ class Segmenter:
         if role == WRENCH:
             return self.add(WRENCH, wrench_reading(msg))
         return []
+
+    def add_cdr(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any]) -> list[Event]:
+        """Raw CDR bytes from a bag: parsed directly when the layout is the plain one, else via `decode()`."""
+        role = self.topics.get(topic)
+        reading: GripperReading | WrenchReading | bool | None
+        if role == WRENCH:
+            reading = wrench_from_cdr(data)
+        elif role == GRIPPER:
+            reading = gripper_from_cdr(data, self.gripper_joint)
+            if reading is False:
+                skipped = self.detector.skipped
+                skipped['gripper_joint_missing'] = skipped.get('gripper_joint_missing', 0) + 1
+                return []
+        else:
+            return []
+        if reading is None or reading is True:
+            return self.add_message(topic, decode())
+        return self.add(role, reading)
 
     def add(self, role: str, reading: GripperReading | WrenchReading) -> list[Event]:
         return self._feed(self._order.push(role, reading.stamp_ns, reading))

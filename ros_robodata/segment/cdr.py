@@ -1,0 +1,85 @@
+"""The gripper's JointState and the wrist's WrenchStamped read straight from their CDR bytes.
+
+Offline, generic deserialization (~20 us a message) cost more than the detector itself; these two fixed
+layouts parse in a few microseconds. Anything unexpected (big-endian data, a short buffer) returns None and
+the caller falls back to the typestore, so the fast path never changes a result.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ros_robodata.segment.readings import GripperReading, WrenchReading
+
+_STAMP = struct.Struct('<iI')
+_U32 = struct.Struct('<I')
+_WRENCH = struct.Struct('<6d')
+_LITTLE_ENDIAN_CDR = (b'\x00\x01', b'\x00\x03')  # CDR_LE, PL_CDR_LE
+
+
+class _Short(Exception):
+    pass
+
+
+def _align(offset: int, size: int) -> int:
+    # Alignment counts from the start of the payload, after the 4-byte encapsulation header.
+    return offset + (-(offset - 4) % size)
+
+
+def _header(data: memoryview) -> tuple[int, str, int]:
+    sec, nanosec = _STAMP.unpack_from(data, 4)
+    (length,) = _U32.unpack_from(data, 12)
+    end = 16 + length
+    if end > len(data):
+        raise _Short
+    frame = bytes(data[16:end - 1]).decode('utf-8', 'replace') if length else ''
+    return sec * 1_000_000_000 + nanosec, frame, end
+
+
+def wrench_from_cdr(raw: bytes | memoryview) -> WrenchReading | None:
+    data = memoryview(raw)
+    if len(data) < 20 or bytes(data[:2]) not in _LITTLE_ENDIAN_CDR:
+        return None
+    try:
+        stamp, frame, offset = _header(data)
+        offset = _align(offset, 8)
+        if offset + 48 > len(data):
+            return None
+        fx, fy, fz, tx, ty, tz = _WRENCH.unpack_from(data, offset)
+    except (_Short, struct.error):
+        return None
+    return WrenchReading(stamp, (fx, fy, fz), (tx, ty, tz), frame)
+
+
+def gripper_from_cdr(raw: bytes | memoryview, joint: str) -> GripperReading | bool | None:
+    """The named joint's reading; False when the message does not carry that joint; None: use the slow path."""
+    data = memoryview(raw)
+    if len(data) < 20 or bytes(data[:2]) not in _LITTLE_ENDIAN_CDR:
+        return None
+    try:
+        stamp, _, offset = _header(data)
+        offset = _align(offset, 4)
+        (count,) = _U32.unpack_from(data, offset)
+        offset += 4
+        index = -1
+        wanted = joint.encode('utf-8')
+        for i in range(count):
+            offset = _align(offset, 4)
+            (length,) = _U32.unpack_from(data, offset)
+            if data[offset + 4:offset + 4 + max(0, length - 1)] == wanted and index < 0:
+                index = i
+            offset += 4 + length
+        if index < 0:
+            return False
+        values = []
+        for _ in range(3):  # position, velocity, effort
+            offset = _align(offset, 4)
+            (n,) = _U32.unpack_from(data, offset)
+            offset = _align(offset + 4, 8)
+            if offset + 8 * n > len(data):
+                return None
+            values.append(struct.unpack_from('<d', data, offset + 8 * index)[0] if index < n else float('nan'))
+            offset += 8 * n
+    except (_Short, struct.error):
+        return None
+    return GripperReading(stamp, *values)
