@@ -217,3 +217,39 @@ def test_a_bag_without_the_topics_says_so(tmp_path: Path, write_demo_bag, capsys
     assert main(['segment', str(bag), '--profile', str(PROFILE)]) == 1
     err = capsys.readouterr().err
     assert 'none of the topics the segmenter reads' in err and '/gripper/joint_states' in err
+
+
+def test_cdr_fast_path_reads_what_the_typestore_reads(tmp_path: Path) -> None:
+    """Offline the gripper and wrench are parsed straight from their bytes; every value must equal rosbags'."""
+    from ros_robodata.bag.reader import BagReader
+    from ros_robodata.segment.cdr import gripper_from_cdr, wrench_from_cdr
+    from ros_robodata.segment.readings import gripper_reading, wrench_reading
+
+    profile = load_profile(PROFILE)
+    write_sim_episode(tmp_path / 'bag', profile, seed=3, max_duration_s=3.0)
+    checked = 0
+    with BagReader(tmp_path / 'bag') as reader:
+        for message in reader.messages([profile.topics.gripper.topic, profile.topics.wrench.topic,
+                                        profile.topics.joint_states.topic]):
+            decoded = reader.decode(message)
+            if message.topic == profile.topics.wrench.topic:
+                assert wrench_from_cdr(message.data) == wrench_reading(decoded)
+            else:
+                joint = 'finger_joint' if message.topic == profile.topics.gripper.topic else 'joint4'
+                assert gripper_from_cdr(message.data, joint) == gripper_reading(decoded, joint)
+                assert gripper_from_cdr(message.data, 'no_such_joint') is False
+            checked += 1
+    assert checked > 2000
+    assert wrench_from_cdr(b'\x00\x01\x00\x00' + bytes(10)) is None  # short: the caller decodes it the slow way
+
+
+def test_a_tared_wrist_sensor_still_sees_the_lift(episodes: dict) -> None:
+    """With the sensor zeroed at start the tool's weight direction is unknown: the lift is a step to a new level."""
+    gripper, wrench, truth = episodes['success']
+    offset = np.median([r.force for r in wrench[100:300]], axis=0)
+    tared = [replace(r, force=tuple(np.array(r.force) - offset)) for r in wrench]
+    detector = _run(gripper, tared)
+    lifts = [e for e in detector.events if e.kind == 'lift']
+    assert len(lifts) == 1 and lifts[0].evidence[0].signal == 'wrench.load_step'
+    assert abs(lifts[0].stamp_ns / 1e9 - truth['lift_off_s']) < 0.1
+    _assert_matches(detector, truth, ('contact', 'grasp', 'release'))
