@@ -201,9 +201,14 @@ class Robot:
     description: str = ''
     # Joints in joint_states that belong to the arm; empty: all of them.
     arm_joints: list[str] = field(default_factory=list, metadata=_rule(_non_blank))
+    # A joint whose position is the tool's height (a gantry's vertical axis), so the scorer can check
+    # success.lift_height_m without a kinematic model; None: the height is unknown.
+    height_joint: str | None = field(default=None, metadata=_rule(_non_blank))
 
     def _validate(self) -> None:
         _no_repeats('arm_joints', self.arm_joints, 'joint')
+        if self.height_joint is not None and self.arm_joints and self.height_joint not in self.arm_joints:
+            raise _Invalid(f'{self.height_joint!r} is not one of arm_joints', 'height_joint')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +300,8 @@ class Quality:
     blur_threshold: float | None = field(default=None, metadata=_rule(_positive))
     # Wrist force (N) above this warns; None: not checked.
     max_force_n: float | None = field(default=None, metadata=_rule(_positive))
+    # An episode shorter than this is an error (a start/stop slip of the operator's finger).
+    min_episode_s: float = field(default=1.0, metadata=_rule(_non_negative))
 
 
 @dataclass(frozen=True, kw_only=True)

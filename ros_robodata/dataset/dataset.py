@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -282,7 +283,19 @@ class Dataset:
         for episode_id in ids:
             episode = self.episode(episode_id)
             self.catalog.upsert(episode, **self._bag_stats(episode))
+            self._restore_scores(episode_id)
         return len(ids)
+
+    def _restore_scores(self, episode_id: str) -> None:
+        """Scores live in the episode's quality.json (`robodata score`); the catalog only indexes them."""
+        path = self.episode_dir(episode_id) / 'quality.json'
+        if not path.is_file():
+            return
+        try:
+            data = json.loads(path.read_text(encoding='utf-8'))
+            self.catalog.set_scores(episode_id, data.get('score'), data.get('catalog', {}))
+        except (ValueError, OSError, AttributeError):
+            append_audit(self.audit_path, 'unreadable_quality_file', episode_id, path=str(path))
 
     def _bag_stats(self, episode: Episode) -> dict[str, int]:
         files = self.bag_files(episode.id)

@@ -51,6 +51,33 @@ def wrench_from_cdr(raw: bytes | memoryview) -> WrenchReading | None:
     return WrenchReading(stamp, (fx, fy, fz), (tx, ty, tz), frame)
 
 
+def joint_state_from_cdr(raw: bytes | memoryview) -> tuple[int, list[str], list[float]] | None:
+    """(stamp, names, positions) of a sensor_msgs/JointState; None: use the slow path."""
+    data = memoryview(raw)
+    if len(data) < 20 or bytes(data[:2]) not in _LITTLE_ENDIAN_CDR:
+        return None
+    try:
+        stamp, _, offset = _header(data)
+        offset = _align(offset, 4)
+        (count,) = _U32.unpack_from(data, offset)
+        offset += 4
+        names = []
+        for _ in range(count):
+            offset = _align(offset, 4)
+            (length,) = _U32.unpack_from(data, offset)
+            names.append(bytes(data[offset + 4:offset + 3 + length]).decode('utf-8', 'replace'))
+            offset += 4 + length
+        offset = _align(offset, 4)
+        (n,) = _U32.unpack_from(data, offset)
+        offset = _align(offset + 4, 8)
+        if offset + 8 * n > len(data):
+            return None
+        positions = list(struct.unpack_from(f'<{n}d', data, offset))
+    except (_Short, struct.error, UnicodeDecodeError):
+        return None
+    return stamp, names, positions
+
+
 def gripper_from_cdr(raw: bytes | memoryview, joint: str) -> GripperReading | bool | None:
     """The named joint's reading; False when the message does not carry that joint; None: use the slow path."""
     data = memoryview(raw)

@@ -1,0 +1,67 @@
+"""The wrist wrench: collisions (a force spike the demonstration should not contain) and force limits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
+from ros_robodata.segment.noise import NoiseFloor
+
+# A change between two samples this many noise sigmas is a spike, not motion or grasping ...
+SPIKE_SIGMAS = 40.0
+# ... and at least this much (N): below it no collision matters to a policy.
+MIN_SPIKE_N = 10.0
+
+
+class WrenchWatch:
+    """Streaming force checks of geometry_msgs/WrenchStamped."""
+
+    def __init__(self, topic: str, max_force_n: float | None) -> None:
+        self.topic = topic
+        self.max_force_n = max_force_n
+        self.peak_n = 0.0
+        self._noise = NoiseFloor()
+        self._last: float | None = None
+        self._over = Ranges()
+        self._spikes: list[tuple[int, float]] = []
+        self._spike_limit = MIN_SPIKE_N
+
+    def add(self, stamp_ns: int, force: tuple[float, float, float]) -> list[str]:
+        size = math.sqrt(force[0] ** 2 + force[1] ** 2 + force[2] ** 2)
+        if not math.isfinite(size):
+            return []
+        fired = []
+        self.peak_n = max(self.peak_n, size)
+        if self.max_force_n is not None and size > self.max_force_n:
+            self._over.add(stamp_ns, size)
+            fired.append('contact.force_limit')
+        last, self._last = self._last, size
+        if last is not None:
+            change = abs(size - last)
+            self._spike_limit = max(MIN_SPIKE_N, SPIKE_SIGMAS * self._noise.sigma)
+            if change > self._spike_limit:
+                if len(self._spikes) < 10_000:
+                    self._spikes.append((stamp_ns, change))
+                fired.append('contact.force_spike')
+            else:
+                self._noise.add(size)
+        return fired
+
+    def findings(self, excused: Callable[[int], bool] | None = None) -> list[Finding]:
+        """`excused(stamp)`: True when the gripper itself was moving then (fingers slamming shut on an object
+        jolt the wrist too; that is grasping, not a collision)."""
+        out = []
+        spikes = Ranges()
+        for stamp, change in self._spikes:
+            if excused is None or not excused(stamp):
+                spikes.add(stamp, change)
+        if self._over:
+            out.append(self._over.finding('contact.force_limit', ERROR, self.topic, f'wrist force up to '
+                                          f'{self._over.worst:.0f} N (limit {self.max_force_n:g} N) in '
+                                          f'{len(self._over.items)} stretch(es)', self.max_force_n or 0.0))
+        if spikes:
+            out.append(spikes.finding('contact.force_spike', WARN, self.topic, f'wrist force jumped by up to '
+                                      f'{spikes.worst:.0f} N in one sample ({spikes.count} time(s)): a collision?',
+                                      self._spike_limit))
+        return out

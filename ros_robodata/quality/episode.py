@@ -1,0 +1,219 @@
+"""All checks of one episode, fed message by message (live from a node, offline from a bag), and its score.
+
+Memory stays bounded whatever the episode's length: every check keeps counters, merged ranges and bounded
+windows; the trajectory kept for comparing demonstrations is decimated to a fixed size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ros_robodata.bag.types import typestore
+from ros_robodata.profile import Profile
+from ros_robodata.quality.contact import WrenchWatch
+from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
+from ros_robodata.quality.motion import JointMotion, limits_from_urdf
+from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
+from ros_robodata.record.cdr_stamp import header_stamp_ns, starts_with_header
+from ros_robodata.segment.cdr import gripper_from_cdr, joint_state_from_cdr, wrench_from_cdr
+
+# How much one finding costs the episode's score: the score is the product of (1 - penalty) over findings.
+PENALTY = {ERROR: 0.3, WARN: 0.1}
+
+
+def score_of(findings: list[Finding]) -> tuple[float, list[str]]:
+    """The score in [0, 1] and its reasons, worst first. Errors cost 30%, warnings 10%, each."""
+    score = 1.0
+    for f in findings:
+        score *= 1.0 - PENALTY.get(f.severity, 0.0)
+    ordered = sorted(findings, key=lambda f: (-PENALTY.get(f.severity, 0.0), f.check, f.topic))
+    return round(score, 4), [f'{f.severity}: {f.message}' for f in ordered]
+
+
+@dataclass
+class EpisodeReport:
+    """What the checks found in one episode."""
+
+    findings: list[Finding]
+    metrics: dict[str, Any]
+    start_ns: int | None
+    end_ns: int | None
+    trajectory: tuple[Any, Any] | None = None  # (times_ns, N x J positions), decimated; not serialized
+    joint_names: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return score_of(self.findings)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        score, reasons = score_of(self.findings)
+        return {'score': score, 'reasons': reasons, 'start_ns': self.start_ns, 'end_ns': self.end_ns,
+                'findings': [f.to_json(self.start_ns) for f in self.findings], 'metrics': self.metrics}
+
+
+class EpisodeQuality:
+    """Routes each message of the profile's topics to its checks. `images=False` skips the camera checks
+    (they need the frames decoded); `image_every` checks one frame in so many (a live monitor that is behind)."""
+
+    def __init__(self, profile: Profile, *, images: bool = True, image_every: int = 1) -> None:
+        self.profile = profile
+        q, t = profile.quality, profile.topics
+        store = typestore()
+        self.timing: dict[str, StreamTiming] = {}
+        self._stamped: dict[str, bool] = {}
+        for _, spec in profile.all_topics():
+            self.timing[spec.topic] = StreamTiming(spec.topic, TimingLimits(
+                rate_hz=spec.rate_hz, rate_tolerance=q.rate_tolerance, max_latency_ms=q.max_latency_ms,
+                silent_after_s=q.silent_after_s, latched=spec.latched))
+            self._stamped[spec.topic] = spec.type in store.fielddefs and starts_with_header(spec.type, store)
+        self.joint_topic = t.joint_states.topic
+        self.motion = JointMotion(self.joint_topic, profile.robot.arm_joints or None)
+        self.wrench = WrenchWatch(t.wrench.topic, q.max_force_n) if t.wrench is not None else None
+        self.gripper = t.gripper
+        self._gripper_last: tuple[int, float] | None = None
+        self._gripper_moving = Ranges(join_ns=100_000_000)
+        self.cameras: dict[str, Any] = {}
+        self.sync: dict[str, SyncWatch] = {}
+        self._image_every = max(1, image_every)
+        self._frames: dict[str, int] = {}
+        if images and t.cameras:
+            from ros_robodata.quality.images import CameraWatch, ImageLimits
+
+            for cam in t.cameras:
+                self.cameras[cam.topic] = CameraWatch(cam.topic, cam.name, ImageLimits(blur_threshold=q.blur_threshold))
+        for cam in t.cameras:
+            self.sync[cam.topic] = SyncWatch(cam.topic, self.joint_topic, q.max_sync_skew_ms)
+        self._urdf_topics = {spec.topic for _, spec in profile.all_topics()
+                             if spec.type == 'std_msgs/msg/String' and 'robot_description' in spec.topic}
+        self.first_ns: int | None = None
+        self.last_ns: int | None = None
+        self.undecodable: dict[str, str] = {}
+
+    def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
+        """One message of `topic` (CDR bytes; `decode()` gives the message object when a check needs it);
+        returns the checks that fired on it."""
+        timing = self.timing.get(topic)
+        if timing is None:
+            return []
+        if self.first_ns is None:
+            self.first_ns = receive_ns
+        self.last_ns = receive_ns
+        stamp = header_stamp_ns(data) if self._stamped[topic] else None
+        fired = timing.add(stamp, receive_ns)
+        try:
+            if self.gripper is not None and topic == self.gripper.topic:
+                self._gripper(data)
+            if topic == self.joint_topic:
+                fired += self._joints(data, decode)
+            elif self.wrench is not None and topic == self.wrench.topic:
+                reading = wrench_from_cdr(data)
+                force = reading.force if reading is not None else _force(decode())
+                fired += self.wrench.add(stamp or receive_ns, force)
+            elif topic in self.sync:
+                if self.sync[topic].frame(stamp or receive_ns):
+                    fired.append('timing.sync_skew')
+                fired += self._frame(topic, stamp or receive_ns, decode)
+            elif topic in self._urdf_topics and not self.motion.joint_limits:
+                self.motion.joint_limits = limits_from_urdf(str(decode().data))
+        except Exception as err:  # a message our checks cannot read is reported once, not fatal
+            self.undecodable.setdefault(topic, f'{type(err).__name__}: {err}')
+        return fired
+
+    def _gripper(self, data: bytes | memoryview) -> None:
+        """When the fingers move (a stroke jolts the wrist: not a collision)."""
+        assert self.gripper is not None
+        reading = gripper_from_cdr(data, self.gripper.joint)
+        if reading is None or reading is False or reading is True or reading.position != reading.position:
+            return
+        stroke = abs(self.gripper.open_position - self.gripper.closed_position)
+        last, self._gripper_last = self._gripper_last, (reading.stamp_ns, reading.position)
+        if last is not None and reading.stamp_ns > last[0]:
+            speed = abs(reading.position - last[1]) / stroke / ((reading.stamp_ns - last[0]) / 1e9)
+            if speed > 0.1:  # a tenth of the stroke per second: the fingers are moving
+                self._gripper_moving.add(last[0], speed, end_ns=reading.stamp_ns)
+
+    def _excused(self, stamp: int) -> bool:
+        return any(a - 150_000_000 <= stamp <= b + 150_000_000 for a, b in self._gripper_moving.items)
+
+    def _joints(self, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
+        parsed = joint_state_from_cdr(data)
+        if parsed is None:
+            msg = decode()
+            parsed = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, list(msg.name),
+                      [float(v) for v in msg.position])
+        stamp, names, position = parsed
+        for watch in self.sync.values():
+            watch.reference(stamp)
+        return self.motion.add(stamp, names, position)
+
+    def _frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> list[str]:
+        watch = self.cameras.get(topic)
+        if watch is None:
+            return []
+        seen = self._frames.get(topic, 0)
+        self._frames[topic] = seen + 1
+        if seen % self._image_every:
+            return []
+        from ros_robodata.bag.image import decode_image
+
+        return watch.add(stamp, decode_image(decode()))
+
+    def report(self, *, outcome: str | None = None, min_episode_s: float = 1.0) -> EpisodeReport:
+        """Findings and metrics so far; `outcome` (the operator's label) adds the completeness check of it."""
+        findings: list[Finding] = []
+        for timing in self.timing.values():
+            findings += timing.findings(self.last_ns)
+        for sync in self.sync.values():
+            findings += sync.findings()
+        findings += self.motion.findings()
+        if self.wrench is not None:
+            findings += self.wrench.findings(self._excused)
+        for watch in self.cameras.values():
+            findings += watch.findings()
+        findings += self._completeness(outcome, min_episode_s)
+        duration = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns else 0.0
+        times, rows = self.motion.trajectory.arrays()
+        metrics: dict[str, Any] = {
+            'duration_s': round(duration, 3),
+            'topics': {topic: {'count': t.count, 'rate_hz': _round(t.rate_hz()), 'expected_hz': t.limits.rate_hz,
+                               'lost': t.lost, 'mean_latency_ms': _round(t.mean_latency_ms())}
+                       for topic, t in self.timing.items()},
+            'smoothness_ldlj': _round(self.motion.smoothness()),
+            'idle_s': round(self.motion.idle_ns / 1e9, 3),
+            'peak_force_n': _round(self.wrench.peak_n) if self.wrench is not None else None,
+            'cameras': {topic: {'frames': w.frames, **{k: _round(v) for k, v in w.stats().items()}}
+                        for topic, w in self.cameras.items()},
+            'sync_skew_ms': {topic: _round(s.worst_ms) for topic, s in self.sync.items()},
+        }
+        if self.undecodable:
+            metrics['undecodable'] = dict(self.undecodable)
+        return EpisodeReport(findings, metrics, self.first_ns, self.last_ns,
+                             (times, rows) if len(times) else None, list(self.motion.names))
+
+    def _completeness(self, outcome: str | None, min_episode_s: float) -> list[Finding]:
+        out = []
+        for topic, timing in self.timing.items():
+            if timing.count == 0 and timing.limits.rate_hz is not None:
+                out.append(Finding('completeness.missing_topic', ERROR, topic, f'{topic}: no message at all'))
+        if self.first_ns is not None and self.last_ns is not None:
+            duration = (self.last_ns - self.first_ns) / 1e9
+            if duration < min_episode_s:
+                out.append(Finding('completeness.too_short', ERROR, '', f'the episode lasts {duration:.1f} s '
+                                   f'(at least {min_episode_s:g} s expected)', duration, min_episode_s))
+        else:
+            out.append(Finding('completeness.empty', ERROR, '', 'the episode holds no message of the profile'))
+        if outcome is not None and outcome == 'unknown':
+            out.append(Finding('completeness.outcome', WARN, '', 'no outcome label (success / failure / recovery)'))
+        return out
+
+
+def _force(msg: Any) -> tuple[float, float, float]:
+    f = msg.wrench.force
+    return float(f.x), float(f.y), float(f.z)
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), digits)

@@ -1,0 +1,210 @@
+"""Scoring recorded episodes: every check streamed through each bag, then what needs the whole dataset
+(consistency across demonstrations of a task, the outcome mix), then quality.json and the catalog's scores."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.errors import RobodataError
+from ros_robodata.profile import Profile
+from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
+from ros_robodata.quality.findings import ERROR, WARN, Finding
+from ros_robodata.segment.cdr import gripper_from_cdr
+
+QUALITY_FILE = 'quality.json'
+SUMMARY_FILE = 'quality_summary.json'
+
+
+@dataclass
+class BagScore:
+    """One bag's checks, plus what the dataset-level steps need from it."""
+
+    report: EpisodeReport
+    gripper_opening_at_end: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True) -> BagScore:
+    """Stream one bag through every check (one pass, no message kept)."""
+    checks = EpisodeQuality(profile, images=images)
+    gripper = profile.topics.gripper
+    opening: float | None = None
+    with BagReader(path) as reader:
+        for message in reader.messages():
+            checks.add(message.topic, message.t_ns, message.data, lambda m=message: reader.decode(m))
+            if gripper is not None and message.topic == gripper.topic:
+                reading = gripper_from_cdr(message.data, gripper.joint)
+                if reading not in (None, False, True) and reading.position == reading.position:  # type: ignore[union-attr]
+                    stroke = gripper.open_position - gripper.closed_position
+                    opening = (reading.position - gripper.closed_position) / stroke  # type: ignore[union-attr]
+        report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
+        if not reader.complete:
+            report.findings.append(Finding('completeness.damaged_bag', ERROR, '',
+                                           'the bag is damaged or was not closed: ' + '; '.join(reader.notes)))
+        return BagScore(report, opening, list(reader.notes))
+
+
+@dataclass
+class EpisodeScore:
+    episode_id: str
+    task: str
+    outcome: str
+    report: EpisodeReport
+    extra: list[Finding] = field(default_factory=list)
+    success: dict[str, Any] | None = None
+    consistency: dict[str, Any] | None = None
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings + self.extra
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.report.to_json()
+        score, reasons = score_of(self.findings)
+        data.update({'format': 'ros_robodata.quality/1', 'episode_id': self.episode_id, 'task': self.task,
+                     'outcome': self.outcome, 'score': score, 'reasons': reasons,
+                     'findings': [f.to_json(self.report.start_ns) for f in self.findings],
+                     'success': self.success, 'consistency': self.consistency, 'catalog': _catalog_scores(self)})
+        return data
+
+
+def _score_one(args: tuple[str, str, str, str, Profile, bool]) -> tuple[str, BagScore | str, list[dict] | None]:
+    """Worker: score one episode's bag and make sure it has events (segmenting it if it has none)."""
+    from ros_robodata.segment.offline import EVENTS_FILE, segment_bag, write_events
+
+    episode_id, bag, episode_dir, outcome, profile, images = args
+    try:
+        scored = score_bag(bag, profile, outcome=outcome, images=images)
+    except RobodataError as err:
+        return episode_id, ' '.join(str(err).split()), None
+    events_path = Path(episode_dir) / EVENTS_FILE
+    events = None
+    try:
+        if events_path.is_file():
+            events = json.loads(events_path.read_text(encoding='utf-8')).get('events')
+        elif profile.topics.gripper is not None or profile.topics.wrench is not None:
+            result = segment_bag(bag, profile)
+            write_events(events_path, result, {'episode_id': episode_id})
+            events = [e.to_json(result.start_ns) for e in result.events]
+    except (RobodataError, ValueError, OSError):
+        events = None
+    return episode_id, scored, events
+
+
+def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
+                   images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
+                   ) -> tuple[dict[str, EpisodeScore], dict[str, str], dict[str, Any]]:
+    """Score the episodes (in `workers` processes), then compare them; writes quality.json into each episode,
+    the scores into the catalog and quality_summary.json into the dataset. Returns (scores, failures, summary)."""
+    from ros_robodata.quality.consistency import dataset_consistency, outcome_mix, resample_trajectory
+
+    episodes = {i: dataset.episode(i) for i in episode_ids}
+    jobs = [(i, str(dataset.bag_dir(i)), str(dataset.episode_dir(i)), episodes[i].outcome, profile, images)
+            for i in episode_ids]
+    scores: dict[str, EpisodeScore] = {}
+    failures: dict[str, str] = {}
+    events: dict[str, list[dict] | None] = {}
+    openings: dict[str, float | None] = {}
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results: Iterable[Any] = pool.map(_score_one, jobs)
+            results = progress(results) if progress else results
+            collected = list(results)
+    else:
+        collected = [_score_one(job) for job in (progress(jobs) if progress else jobs)]
+    for episode_id, scored, episode_events in collected:
+        if isinstance(scored, str):
+            failures[episode_id] = scored
+            continue
+        ep = episodes[episode_id]
+        scores[episode_id] = EpisodeScore(episode_id, ep.task, ep.outcome, scored.report)
+        events[episode_id] = episode_events
+        openings[episode_id] = scored.gripper_opening_at_end
+
+    _judge_success(scores, events, openings, profile)
+    trajectories = {}
+    for episode_id, s in scores.items():
+        if s.report.trajectory is not None:
+            times, rows = s.report.trajectory
+            try:
+                trajectories[episode_id] = (s.task, resample_trajectory(times, rows))
+            except ValueError:
+                continue
+    consistency = dataset_consistency(trajectories) if trajectories else {}
+    for episode_id, c in consistency.items():
+        s = scores[episode_id]
+        s.consistency = {'distance': _num(c.distance), 'normalized': _num(c.normalized),
+                         'robust_z': _num(c.robust_z), 'outlier': c.outlier, 'medoid': c.medoid_id}
+        if c.outlier:
+            s.extra.append(Finding('consistency.outlier', WARN, '', f'moves unlike the other {s.task!r} '
+                                   f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to the task '
+                                   f'medoid (robust z {c.robust_z:.1f})', c.robust_z, 3.5))
+    mix = outcome_mix({i: e.outcome for i, e in episodes.items()})
+    for episode_id, s in scores.items():
+        (dataset.episode_dir(episode_id) / QUALITY_FILE).write_text(json.dumps(s.to_json(), indent=1) + '\n',
+                                                                    encoding='utf-8')
+        score, _ = score_of(s.findings)
+        dataset.catalog.set_scores(episode_id, score, _catalog_scores(s))
+    summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
+               'outcomes': mix.counts, 'outcome_ratios': mix.ratios, 'warnings': mix.warnings,
+               'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
+               if scores else None,
+               'checks': _check_counts(scores.values())}
+    tmp = dataset.root / (SUMMARY_FILE + '.tmp')
+    tmp.write_text(json.dumps(summary, indent=1) + '\n', encoding='utf-8')
+    os.replace(tmp, dataset.root / SUMMARY_FILE)
+    return scores, failures, summary
+
+
+def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict] | None],
+                   openings: dict[str, float | None], profile: Profile) -> None:
+    from ros_robodata.quality.success import evaluate_success
+
+    height_joint = profile.robot.height_joint
+    for episode_id, s in scores.items():
+        episode_events = events.get(episode_id)
+        if episode_events is None or s.report.end_ns is None:
+            continue
+        height = None
+        if height_joint and s.report.trajectory is not None and height_joint in s.report.joint_names:
+            times, rows = s.report.trajectory
+            height = (times, rows[:, s.report.joint_names.index(height_joint)])
+        verdict = evaluate_success(episode_events, end_ns=s.report.end_ns,
+                                   gripper_opening_at_end=openings.get(episode_id), tool_height=height,
+                                   criteria=profile.success, operator_outcome=s.outcome)
+        s.success = {'success': verdict.success, 'disagrees': verdict.disagrees, 'message': verdict.message,
+                     'criteria': [{'name': c.name, 'passed': c.passed, 'detail': c.detail} for c in verdict.criteria]}
+        if verdict.disagrees:
+            s.extra.append(Finding('success.disagrees', WARN, '', verdict.message))
+
+
+def _catalog_scores(s: EpisodeScore) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for f in s.findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return {'errors': counts.get(ERROR, 0), 'warnings': counts.get(WARN, 0),
+            'checks': sorted({f.check for f in s.findings}),
+            'consistency': (s.consistency or {}).get('normalized'),
+            'success_verdict': (s.success or {}).get('success'), 'disagrees': (s.success or {}).get('disagrees')}
+
+
+def _check_counts(scores: Iterable[EpisodeScore]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for s in scores:
+        for check in {f.check for f in s.findings}:
+            counts[check] = counts.get(check, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or value != value else round(float(value), 4)

@@ -1,0 +1,162 @@
+"""Quality checks: each fault the simulator injects is found where it happened, a clean episode is clean."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_robodata.cli.main import main
+from ros_robodata.profile import load_profile
+from ros_robodata.quality.episode import score_of
+from ros_robodata.quality.findings import ERROR, WARN, Finding
+from ros_robodata.quality.motion import JointMotion, Trajectory, limits_from_urdf
+from ros_robodata.quality.score import score_bag
+from ros_robodata.quality.timing import StreamTiming, TimingLimits
+from ros_robodata.sim.faults import Fault
+from ros_robodata.sim.to_bag import write_sim_episode
+from test.ros_rig import PROFILE
+
+MS = 1_000_000
+START = 1_700_000_000_000_000_000
+
+
+def _feed(timing: StreamTiming, stamps_ms: list[float], receive_ms: list[float] | None = None) -> None:
+    for i, stamp in enumerate(stamps_ms):
+        receive = receive_ms[i] if receive_ms else stamp + 1
+        timing.add(START + round(stamp * MS), START + round(receive * MS))
+
+
+def _checks(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.check: f for f in findings}
+
+
+def test_timing_counts_lost_samples_and_names_the_gap() -> None:
+    timing = StreamTiming('/joint_states', TimingLimits(rate_hz=100))
+    stamps = [t * 10.0 for t in range(100) if not 40 <= t < 45]  # 5 samples lost at 0.40..0.44 s
+    _feed(timing, stamps)
+    found = _checks(timing.findings())
+    assert set(found) == {'timing.gap'} and timing.lost == 5
+    assert found['timing.gap'].ranges == ((START + 390 * MS, START + 450 * MS),)
+
+
+def test_timing_backwards_duplicates_clock_jumps_latency_and_silence() -> None:
+    timing = StreamTiming('/wrist/wrench', TimingLimits(rate_hz=100, silent_after_s=0.5, max_latency_ms=50))
+    stamps = [t * 10.0 for t in range(50)]
+    stamps[10] = stamps[9]  # a repeated stamp
+    stamps[20], stamps[21] = stamps[21], stamps[20]  # two swapped
+    receive = [s + 1 for s in stamps]
+    receive[30] += 120  # one late message
+    _feed(timing, stamps, receive)
+    _feed(timing, [1000.0 + t * 10 for t in range(10)])  # after a 0.5 s silence
+    _feed(timing, [1100.0 + 800 + t * 10 for t in range(10)], [1100.0 + t * 10 for t in range(10)])  # clock +0.8 s
+    found = _checks(timing.findings(episode_end_ns=START + 3000 * MS))
+    # (the swap also looks like one lost sample, and 70 messages in 3 s is far below 100 Hz)
+    assert set(found) == {'timing.duplicate_stamp', 'timing.stamp_backwards', 'timing.latency', 'timing.silent',
+                          'timing.clock_jump', 'timing.gap', 'timing.rate'}
+    assert found['timing.stamp_backwards'].count == 1 and found['timing.duplicate_stamp'].count == 1
+    assert found['timing.latency'].count == 1 and found['timing.latency'].value == pytest.approx(121, abs=1)
+    assert found['timing.clock_jump'].value == pytest.approx(0.8, abs=0.02)
+    # silent between 0.49 and 1.0 s, and again from the last message (1.19 s) to the end (3 s)
+    assert len(found['timing.silent'].ranges) == 2 and found['timing.silent'].severity == ERROR
+
+
+def test_event_driven_and_latched_topics_carry_no_timing_expectations() -> None:
+    events = StreamTiming('/robodata/events', TimingLimits(rate_hz=None))
+    _feed(events, [0.0, 0.0, 5000.0, 1.0])
+    urdf = StreamTiming('/robot_description', TimingLimits(rate_hz=None, latched=True))
+    _feed(urdf, [0.0])
+    assert events.findings(START + 10_000 * MS) == [] and urdf.findings(START + 10_000 * MS) == []
+
+
+def test_motion_nan_limits_stuck_and_idle() -> None:
+    urdf = ('<robot name="r"><joint name="a" type="revolute"><limit lower="-1" upper="1"/></joint>'
+            '<joint name="b" type="prismatic"><limit lower="0" upper="0.5"/></joint>'
+            '<joint name="c" type="continuous"/></robot>')
+    limits = limits_from_urdf(urdf)
+    assert set(limits) == {'a', 'b'}
+    motion = JointMotion('/joint_states', ['a', 'b'], joint_limits=limits)
+    for i in range(1000):  # 10 s at 100 Hz
+        t = START + i * 10 * MS
+        a = 0.5 * np.sin(i / 50) if i < 600 else 0.5 * np.sin(600 / 50)  # still from 6 s on
+        b = 0.2 if i < 400 else 0.2 + 0.001 * (min(i, 600) - 400)
+        if i == 300:
+            a = float('nan')
+        if 100 <= i < 110:
+            a = 1.2  # beyond the limit
+        motion.add(t, ['c', 'a', 'b'], [0.0, a, b])
+    found = _checks(motion.findings())
+    assert set(found) == {'motion.nan', 'motion.joint_limit', 'motion.stuck_joint', 'motion.idle',
+                          'motion.velocity_jump'}
+    assert found['motion.nan'].count == 1 and 'a' in found['motion.nan'].message
+    assert found['motion.stuck_joint'].message.startswith('b reported the same value')
+    idle = found['motion.idle'].ranges[0]
+    assert idle[0] == pytest.approx(START + 6000 * MS, abs=20 * MS) and motion.smoothness() is not None
+
+
+def test_trajectory_memory_stays_bounded() -> None:
+    short, long = Trajectory(capacity=500), Trajectory(capacity=500)
+    for i in range(1000):
+        short.add(i, [float(i)])
+    for i in range(1_000_000):
+        long.add(i, [float(i)])
+    assert len(short.times) <= 500 and len(long.times) <= 500
+    times, _ = long.arrays()
+    assert times[0] == 0 and times[-1] > 990_000 and np.all(np.diff(times) > 0)
+
+
+def test_score_is_the_product_of_penalties_with_reasons_worst_first() -> None:
+    findings = [Finding('timing.gap', WARN, '/a', 'gap'), Finding('motion.nan', ERROR, '/b', 'nan')]
+    score, reasons = score_of(findings)
+    assert score == pytest.approx(0.7 * 0.9) and reasons == ['error: nan', 'warn: gap']
+    assert score_of([]) == (1.0, [])
+
+
+FAULTS = [Fault('joint_states', 'clock_jump', 3.0, 3.5), Fault('wrench', 'spike', 4.6, 4.62),
+          Fault('joint_states', 'nan', 5.0, 5.1), Fault('wrench', 'silent', 6.0, 7.5),
+          Fault('gripper', 'drop', 1.5, 2.5, fraction=0.5)]
+EXPECTED = {'timing.clock_jump': ('/joint_states', 3.0, 3.5), 'contact.force_limit': ('/wrist/wrench', 4.6, 4.62),
+            'contact.force_spike': ('/wrist/wrench', 4.6, 4.62), 'motion.nan': ('/joint_states', 5.0, 5.1),
+            'timing.silent': ('/wrist/wrench', 6.0, 7.5), 'timing.gap': ('/gripper/joint_states', 1.5, 2.5)}
+
+
+@pytest.fixture(scope='module')
+def faulty_bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    bag = tmp_path_factory.mktemp('quality') / 'faulty'
+    write_sim_episode(bag, load_profile(PROFILE), seed=0, faults=FAULTS, cameras=True, lidar=True,
+                      image_size=(64, 48))
+    return bag
+
+
+def test_every_injected_fault_is_found_in_its_window(faulty_bag: Path) -> None:
+    report = score_bag(faulty_bag, load_profile(PROFILE), images=False).report
+    found: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        found.setdefault(f.check, []).append(f)
+    # The camera frames pair with wrong arm poses while the joint clock is off: sync skew is a true finding too.
+    assert set(found) - {'timing.sync_skew'} == set(EXPECTED)
+    for check, (topic, start_s, end_s) in EXPECTED.items():
+        (finding,) = found[check]
+        assert finding.topic == topic
+        a, b = START + start_s * 1e9, START + end_s * 1e9
+        assert any(r0 <= b + 0.6e9 and r1 >= a - 0.1e9 for r0, r1 in finding.ranges), (check, finding.ranges)
+    assert report.score < 0.2
+
+
+def test_a_clean_simulated_episode_is_clean(tmp_path: Path) -> None:
+    bag = tmp_path / 'clean'
+    write_sim_episode(bag, load_profile(PROFILE), seed=1, cameras=True, lidar=True, image_size=(64, 48))
+    report = score_bag(bag, load_profile(PROFILE), images=False, outcome='success').report
+    assert report.findings == [] and report.score == 1.0
+    assert report.metrics['topics']['/joint_states']['rate_hz'] == pytest.approx(500, rel=0.02)
+
+
+def test_score_command_on_a_bare_bag_prints_the_findings(faulty_bag: Path, capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    assert main(['score', str(faulty_bag), '--profile', str(PROFILE), '--json', '--no-images']) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {f['check'] for f in data['findings']} >= set(EXPECTED)
+    nan = next(f for f in data['findings'] if f['check'] == 'motion.nan')
+    assert nan['ranges_s'][0][0] == pytest.approx(5.0, abs=0.05)
