@@ -1,0 +1,293 @@
+"""Consistency across demonstrations: the odd demo stands out, timing differences do not, the outcome mix is sane."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ros_robodata.quality.consistency import (
+    dataset_consistency,
+    outcome_mix,
+    resample_trajectory,
+    standardize,
+    task_consistency,
+)
+from ros_robodata.sim import samples as S
+from ros_robodata.sim.cell import SimCell
+
+T0_NS = 1_700_000_000_000_000_000
+
+# A pick-and-place in joint space (6 joints): home, above the object, down, up, above the zone, down, up.
+PICK = np.array([
+    [0.0, -0.5, 0.3, 0.0, 0.2, 0.0],
+    [0.4, -0.2, 0.6, 0.3, 0.2, 0.1],
+    [0.4, 0.1, 0.9, 0.3, 0.4, 0.1],
+    [0.4, -0.2, 0.6, 0.3, 0.2, 0.1],
+    [-0.4, -0.2, 0.6, -0.3, 0.2, -0.1],
+    [-0.4, 0.1, 0.9, -0.3, 0.4, -0.1],
+    [-0.4, -0.2, 0.6, -0.3, 0.2, -0.1],
+])
+# The odd demo picks the object up and puts it back where it was, instead of carrying it across.
+ODD = PICK.copy()
+ODD[4:, 0] = 0.4
+ODD[4:, 3] = 0.3
+# Another task altogether: a wiping motion back and forth.
+WIPE = np.array([[0.0, -0.5, 0.3, 0.0, 0.2, 0.0]] + [[x, 0.0, 0.8, 0.0, 0.5, 0.0] for x in (0.3, -0.3) * 3])
+
+
+def _path(waypoints: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The joint positions at path phase s in [0, 1], blending smoothly from waypoint to waypoint."""
+    seg = np.clip(s * (len(waypoints) - 1), 0, len(waypoints) - 1 - 1e-9)
+    i = seg.astype(int)
+    blend = (1 - np.cos(np.pi * (seg - i))) / 2
+    return waypoints[i] + (waypoints[i + 1] - waypoints[i]) * blend[:, None]
+
+
+def _warp(u: np.ndarray, amount: float) -> np.ndarray:
+    """A monotone time warp: the operator is quicker in one half of the motion and slower in the other."""
+    return u + amount * np.sin(2 * np.pi * u) / (2 * np.pi)
+
+
+def _demo(rng: np.random.Generator, waypoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One demonstration at 100 Hz: its own duration (4-9 s), time warp, sensor noise and a small offset."""
+    t = np.arange(0.0, rng.uniform(4.0, 9.0), 0.01)
+    s = _warp(t / t[-1], rng.uniform(-0.3, 0.3))
+    positions = _path(waypoints, s) + rng.normal(0, 0.005, (len(t), 6)) + rng.uniform(-0.003, 0.003, 6)
+    return T0_NS + np.round(t * 1e9).astype(np.int64), positions
+
+
+def _demos(rng: np.random.Generator, waypoints: np.ndarray, n: int, prefix: str) -> dict[str, np.ndarray]:
+    return {f'{prefix}{k}': resample_trajectory(*_demo(rng, waypoints)) for k in range(n)}
+
+
+# -- resampling and scaling -----------------------------------------------------------------------
+
+
+def test_resample_gives_equal_lengths_from_unequal_recordings():
+    rng = np.random.default_rng(0)
+    short, long = _demo(rng, PICK), _demo(rng, PICK)
+    assert len(short[0]) != len(long[0])
+    a, b = resample_trajectory(*short, points=150), resample_trajectory(*long, points=150)
+    assert a.shape == b.shape == (150, 6)
+    # The first and last samples are kept: the demo starts and ends where it did.
+    np.testing.assert_allclose(a[0], short[1][0])
+    np.testing.assert_allclose(a[-1], short[1][-1])
+
+
+def test_resample_skips_nan_rows_and_follows_time_not_index():
+    times = T0_NS + np.array([0, 1, 2, 3, 10], dtype=np.int64) * 10**8  # a gap before the last sample
+    positions = np.array([[0.0, 0.0], [1.0, np.nan], [2.0, 2.0], [3.0, 3.0], [10.0, 10.0]])
+    out = resample_trajectory(times, positions, points=11)
+    assert np.isfinite(out).all()
+    # Linear in time, so the 1 s span lands on 0, 0.1 s ... : the row with a NaN is not used, the gap is bridged.
+    np.testing.assert_allclose(out[:, 0], np.arange(11.0))
+    np.testing.assert_allclose(out[:, 1], np.arange(11.0))
+
+
+def test_resample_sorts_stamps_and_accepts_one_joint():
+    times = np.array([3, 1, 2, 0], dtype=np.int64) * 10**9
+    out = resample_trajectory(times, np.array([3.0, 1.0, 2.0, 0.0]), points=7)
+    assert out.shape == (7, 1)
+    np.testing.assert_allclose(out[:, 0], np.linspace(0, 3, 7))
+
+
+@pytest.mark.parametrize('positions', [np.full((5, 3), np.nan), np.array([[1.0, 2.0], [np.nan, 1.0]])])
+def test_resample_needs_two_finite_samples(positions):
+    times = np.arange(len(positions), dtype=np.int64) * 10**6
+    with pytest.raises(ValueError, match='at least 2 samples with finite joint positions'):
+        resample_trajectory(times, positions)
+
+
+def test_resample_rejects_mismatched_stamps():
+    with pytest.raises(ValueError, match='3 stamps for 4 rows'):
+        resample_trajectory(np.arange(3), np.zeros((4, 2)))
+
+
+def test_standardize_makes_units_irrelevant():
+    rng = np.random.default_rng(1)
+    metres = {**_demos(rng, PICK, 6, 'ep'), **_demos(rng, ODD, 1, 'odd')}
+    millimetres = {k: v * np.array([1000.0, 1, 1, 1, 1, 1]) for k, v in metres.items()}  # joint1 in mm
+    scaled = standardize(millimetres)
+    pooled = np.concatenate(list(scaled.values()))
+    np.testing.assert_allclose(pooled.mean(axis=0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(pooled.std(axis=0), 1.0, atol=1e-9)
+
+    in_m = task_consistency(standardize(metres), 'pick')
+    in_mm = task_consistency(scaled, 'pick')
+    for key in metres:
+        assert in_mm[key].distance == pytest.approx(in_m[key].distance, rel=1e-6)
+    # Unscaled, the joint in mm would outweigh the other five together and change who looks typical.
+    raw = task_consistency(millimetres, 'pick')
+    assert max(raw[k].distance for k in raw) > 100 * max(in_mm[k].distance for k in in_mm)
+
+
+def test_standardize_leaves_a_still_joint_alone():
+    rng = np.random.default_rng(2)
+    demos = _demos(rng, PICK, 4, 'ep')
+    for v in demos.values():
+        v[:, 5] = 0.25 + rng.normal(0, 1e-5, len(v))  # a wrist joint held still, with servo jitter
+    scaled = standardize(demos)
+    for v in scaled.values():
+        assert np.isfinite(v).all()
+        assert np.abs(v[:, 5]).max() < 1e-3  # centred, but its jitter is not blown up to unit variance
+
+
+def test_standardize_rejects_mixed_joint_counts():
+    with pytest.raises(ValueError, match='different numbers of joints'):
+        standardize({'a': np.zeros((10, 6)), 'b': np.zeros((10, 5))})
+
+
+# -- DTW consistency -------------------------------------------------------------------------------
+
+
+def test_the_demo_that_goes_elsewhere_is_the_only_outlier():
+    rng = np.random.default_rng(7)
+    demos = {**_demos(rng, PICK, 10, 'ep'), 'odd': resample_trajectory(*_demo(rng, ODD))}
+    result = dataset_consistency({k: ('pick', v) for k, v in demos.items()})
+
+    assert list(result) == list(demos)
+    assert [k for k, c in result.items() if c.outlier] == ['odd']
+    odd = result['odd']
+    assert max(result, key=lambda k: result[k].normalized) == 'odd'
+    assert odd.normalized > 3 and odd.robust_z > 3.5
+    medoids = {c.medoid_id for c in result.values()}
+    assert len(medoids) == 1 and medoids.pop().startswith('ep')
+    (medoid,) = [c for c in result.values() if c.is_medoid]
+    assert medoid.distance == 0.0
+    assert all(c.task == 'pick' and math.isfinite(c.distance) for c in result.values())
+    assert np.median([c.normalized for c in result.values()]) == pytest.approx(1.0)
+
+
+def test_dtw_forgives_timing_but_not_another_path():
+    s = np.linspace(0, 1, 200)
+    base = _path(PICK, s)
+    slow_then_fast = _path(PICK, _warp(s, 0.45))  # up to 7% of the demo early, within the 10% band
+    elsewhere = _path(ODD, s)
+
+    warped = task_consistency({'base': base, 'warped': slow_then_fast}, 'pick')
+    odd = task_consistency({'base': base, 'odd': elsewhere}, 'pick')
+    # Two demos: both at the distance between them; no statistics from a pair.
+    assert warped['base'].distance == warped['warped'].distance
+    assert math.isnan(warped['base'].normalized) and math.isnan(warped['base'].robust_z)
+    assert not warped['base'].outlier and not warped['warped'].outlier
+    assert sum(c.is_medoid for c in warped.values()) == 1
+
+    d_warp, d_odd = warped['warped'].distance, odd['odd'].distance
+    assert d_warp < 0.1 * d_odd
+    # Matched sample by sample (no warping), the timing difference alone would look like a real difference.
+    assert d_warp < 0.1 * float(np.linalg.norm(base - slow_then_fast))
+
+
+def test_window_bounds_the_warp():
+    s = np.linspace(0, 1, 200)
+    base, late = _path(PICK, s), _path(PICK, _warp(s, 0.9))  # shifted by up to 14% of the demo
+    banded = task_consistency({'a': base, 'b': late}, 'pick', window=0.1)['b'].distance
+    free = task_consistency({'a': base, 'b': late}, 'pick', window=None)['b'].distance
+    assert free < banded
+
+
+def test_a_single_episode_is_its_own_medoid():
+    (only,) = task_consistency({'ep0': _path(PICK, np.linspace(0, 1, 50))}, 'pick').values()
+    assert only.distance == 0.0 and only.is_medoid and only.medoid_id == 'ep0'
+    assert math.isnan(only.normalized) and math.isnan(only.robust_z) and not only.outlier
+
+
+def test_empty_and_bad_input():
+    assert task_consistency({}, 'pick') == {}
+    assert dataset_consistency({}) == {}
+    broken = np.zeros((20, 6))
+    broken[3, 2] = np.nan
+    with pytest.raises(ValueError, match=r"episode 'b'.*NaN"):
+        task_consistency({'a': np.zeros((20, 6)), 'b': broken}, 'pick')
+
+
+def test_tasks_are_compared_only_within_themselves():
+    rng = np.random.default_rng(3)
+    picks, wipes = _demos(rng, PICK, 6, 'pick'), _demos(rng, WIPE, 6, 'wipe')
+    data = {**{k: ('pick', v) for k, v in picks.items()}, **{k: ('wipe', v) for k, v in wipes.items()}}
+    result = dataset_consistency(data)
+    assert not any(c.outlier for c in result.values())
+    for key, c in result.items():
+        assert c.task == data[key][0]
+        assert c.medoid_id.startswith(c.task)
+    assert sum(c.is_medoid for c in result.values()) == 2
+    assert all(c.normalized < 3 for c in result.values())
+
+
+# -- simulator data ---------------------------------------------------------------------------------
+
+
+def _sim_arm_trajectory(seed: int) -> np.ndarray:
+    stamps, positions = [], []
+    with SimCell(seed, seed, 'teleop', streams=[S.JOINT_STATES]) as cell:
+        while not cell.finished:
+            for s in cell.step_until(cell.time + 0.1):
+                stamps.append(round(s.stamp * 1e9))
+                positions.append(np.asarray(s.data.position, dtype=np.float64))
+    return resample_trajectory(np.array(stamps, dtype=np.int64), np.array(positions))
+
+
+def test_simulated_demos_run_through_the_whole_pipeline():
+    data = {f'seed{seed}': ('pick_place', _sim_arm_trajectory(seed)) for seed in range(6)}
+    result = dataset_consistency(data)
+
+    assert all(math.isfinite(c.distance) and math.isfinite(c.normalized) for c in result.values())
+    assert sum(c.is_medoid for c in result.values()) == 1
+    assert result[next(iter(result.values())).medoid_id].distance == 0.0
+    # The recovery (seed 4: a second grasp attempt) and the failure (seed 2: dropped, never placed) move unlike
+    # the successful demos, so they sit farther from the medoid than the typical demo.
+    assert result['seed4'].normalized > 1.0
+    assert result['seed2'].normalized > 1.0
+    assert max(result, key=lambda k: result[k].distance) == 'seed4'
+
+
+# -- outcome mix ---------------------------------------------------------------------------------------
+
+
+def _labels(**counts: int) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for label, n in counts.items():
+        out.update({f'{label}{k}': label for k in range(n)})
+    return out
+
+
+def test_a_balanced_mix_has_no_warnings():
+    mix = outcome_mix(_labels(success=4, failure=1, recovery=1))
+    assert mix.counts == {'success': 4, 'failure': 1, 'recovery': 1, 'unknown': 0}
+    assert mix.ratios == pytest.approx({'success': 4 / 6, 'failure': 1 / 6, 'recovery': 1 / 6})
+    assert mix.warnings == []
+
+
+def test_no_recoveries_warns_only_with_enough_labelled_episodes():
+    (warning,) = outcome_mix(_labels(success=5)).warnings
+    assert warning.startswith('no recovery demonstrations')
+    assert outcome_mix(_labels(success=4)).warnings == []  # too few to say
+
+
+def test_recoveries_dominating_warns():
+    (warning,) = outcome_mix(_labels(success=2, recovery=3)).warnings
+    assert warning.startswith('recoveries dominate (60%)')
+    assert outcome_mix(_labels(success=3, recovery=3)).warnings == []  # 50% is not more than half
+
+
+def test_many_failures_warn():
+    (warning,) = outcome_mix(_labels(success=5, failure=4, recovery=1)).warnings
+    assert warning.startswith('failures are 40% of the data')
+    assert outcome_mix(_labels(success=6, failure=3, recovery=1)).warnings == []  # 30% is the limit
+
+
+def test_unlabelled_episodes_are_counted_but_not_in_the_ratios():
+    mix = outcome_mix({**_labels(success=3, recovery=1), 'a': 'unknown', 'b': '', 'c': 'partial'})
+    assert mix.counts['unknown'] == 3
+    assert mix.ratios == pytest.approx({'success': 0.75, 'failure': 0.0, 'recovery': 0.25})
+    (warning,) = mix.warnings
+    assert warning.startswith('3 episode(s) have no outcome label') and "'partial'" in warning
+
+
+def test_nothing_labelled():
+    mix = outcome_mix({'a': 'unknown', 'b': 'unknown'})
+    assert mix.ratios == {}
+    assert mix.warnings == ['2 episode(s) have no outcome label']
+    assert outcome_mix({}).warnings == []
