@@ -328,9 +328,9 @@ def test_session_launch_runs_what_robodata_session_runs():
     launch = ET.parse(ROOT / 'launch' / 'session.launch.xml').getroot()
     nodes = {node.get('exec'): {p.get('name'): p.get('value') for p in node.findall('param')}
              for node in launch.iter('node')}
-    assert set(nodes) == {'recorder', 'segmenter'}
+    assert set(nodes) == {'recorder', 'segmenter', 'quality_monitor'}
     # Both read the same rig description, on the same clock.
-    assert nodes['recorder']['profile'] == nodes['segmenter']['profile'] == '$(var profile)'
-    assert nodes['recorder']['use_sim_time'] == nodes['segmenter']['use_sim_time'] == '$(var use_sim_time)'
+    assert {params['profile'] for params in nodes.values()} == {'$(var profile)'}
+    assert {params['use_sim_time'] for params in nodes.values()} == {'$(var use_sim_time)'}
     record = ET.parse(ROOT / 'launch' / RECORD).getroot()
     assert {a.get('name') for a in launch.findall('arg')} == {a.get('name') for a in record.findall('arg')}

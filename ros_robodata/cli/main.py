@@ -16,6 +16,7 @@ from ros_robodata.cli import (
     profile_cmd,
     record_cmd,
     repair,
+    score_cmd,
     segment_cmd,
     session_cmd,
 )
@@ -38,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     keys_cmd.add_parser(sub)
     demo_cmd.add_parser(sub)
     segment_cmd.add_parser(sub)
+    score_cmd.add_parser(sub)
     session_cmd.add_parser(sub)
+    session_cmd.add_monitor_parser(sub)
     return parser
 
 

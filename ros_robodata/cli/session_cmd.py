@@ -1,4 +1,4 @@
-"""`robodata session`: recorder and segmenter for a real rig, in one process (launch/session.launch.xml)."""
+"""`robodata session`: recorder, segmenter and quality monitor for a rig, in one process (session.launch.xml)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from ros_robodata.errors import RobodataError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        'session', help='run the recorder and the live segmenter together for a rig',
-        description='Run the recorder and the segmenter nodes in one process (what launch/session.launch.xml '
-                    'starts as separate processes). Drive episodes with `robodata keys`; segment events go to '
-                    '/robodata/events and into each episode bag. Ctrl-C closes a running episode as interrupted.')
+        'session', help='run the recorder, the live segmenter and the quality monitor together for a rig',
+        description='Run the recorder, segmenter and quality_monitor nodes in one process (what '
+                    'launch/session.launch.xml starts as separate processes). Drive episodes with `robodata keys`, '
+                    'which also shows the live quality; segment events go to /robodata/events and into each '
+                    'episode bag. Ctrl-C closes a running episode as interrupted.')
     p.add_argument('--profile', required=True, help='robot profile YAML')
     p.add_argument('--dataset', required=True, help='dataset folder (created if absent)')
     p.add_argument('--task', default='', help='task of new episodes, e.g. pick_place_cube')
@@ -20,8 +21,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--mode', choices=['teleop', 'kinesthetic'], default='teleop', help='demonstration mode')
     p.add_argument('--delete-discarded', action='store_true', help='delete discarded episodes instead of keeping them')
     p.add_argument('--use-sim-time', action='store_true', help='use /clock instead of the wall clock')
-    p.add_argument('--no-segmenter', action='store_true', help='record only')
+    p.add_argument('--no-segmenter', action='store_true', help='do not run the segmenter')
+    p.add_argument('--no-monitor', action='store_true', help='do not run the quality monitor')
     p.set_defaults(func=run)
+
+
+def add_monitor_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        'monitor', help='run the live segmenter and quality monitor next to a recorder or a bag replay',
+        description='Run the segmenter and quality_monitor nodes in one process (what launch/monitor.launch.xml '
+                    'starts), watching whatever publishes the profile\'s topics: a rig recorded by a separate '
+                    'recorder, or a bag being replayed.')
+    p.add_argument('--profile', required=True, help='robot profile YAML')
+    p.add_argument('--no-images', action='store_true', help='skip the camera checks')
+    p.add_argument('--use-sim-time', action='store_true', help='use /clock instead of the wall clock')
+    p.set_defaults(func=run_monitor)
+
+
+def run_monitor(args: argparse.Namespace) -> int:
+    try:
+        from ros_robodata.nodes.session import run_monitor as run_nodes
+    except ImportError as err:
+        raise RobodataError(f'monitoring needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
+    return run_nodes(args.profile, images=not args.no_images, use_sim_time=args.use_sim_time)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,4 +53,4 @@ def run(args: argparse.Namespace) -> int:
         raise RobodataError(f'a session needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
     return run_session(args.profile, args.dataset, task=args.task, operator=args.operator, mode=args.mode,
                        delete_discarded=args.delete_discarded, use_sim_time=args.use_sim_time,
-                       segment=not args.no_segmenter)
+                       segment=not args.no_segmenter, monitor=not args.no_monitor)

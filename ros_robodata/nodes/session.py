@@ -1,5 +1,5 @@
-"""A rig's session in one process: the recorder and the segmenter (what launch/session.launch.xml starts as
-separate processes). `robodata session` runs it."""
+"""A rig's session in one process: the recorder, the segmenter and the quality monitor (what
+launch/session.launch.xml starts as separate processes). `robodata session` runs it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ros_robodata.nodes.common import run_nodes
+from ros_robodata.nodes.quality_monitor import QualityMonitorNode
 from ros_robodata.nodes.recorder import RecorderNode
 from ros_robodata.nodes.segmenter import SegmenterNode
 
@@ -20,7 +21,8 @@ def _params(**values: Any) -> list[Parameter]:
 
 
 def run_session(profile: str, dataset: str, *, task: str = '', operator: str | None = None, mode: str = 'teleop',
-                delete_discarded: bool = False, use_sim_time: bool = False, segment: bool = True) -> int:
+                delete_discarded: bool = False, use_sim_time: bool = False, segment: bool = True,
+                monitor: bool = True) -> int:
     """Spin the session's nodes until Ctrl-C/SIGTERM; a running episode is then closed as interrupted."""
     sys.setswitchinterval(0.0005)  # as the recorder alone: short GIL turns keep intake steady
     makers = [lambda: RecorderNode(parameter_overrides=_params(
@@ -28,7 +30,18 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
         delete_discarded=delete_discarded, use_sim_time=use_sim_time))]
     if segment:
         makers.append(lambda: SegmenterNode(parameter_overrides=_params(profile=profile, use_sim_time=use_sim_time)))
+    if monitor:
+        makers.append(lambda: QualityMonitorNode(parameter_overrides=_params(profile=profile,
+                                                                             use_sim_time=use_sim_time)))
     return run_nodes(makers, ['robodata'], on_shutdown=_close_episode, after_start=_quiet_gc)
+
+
+def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False) -> int:
+    """The segmenter and the quality monitor next to a recorder or a bag replay (monitor.launch.xml)."""
+    return run_nodes([lambda: SegmenterNode(parameter_overrides=_params(profile=profile, use_sim_time=use_sim_time)),
+                      lambda: QualityMonitorNode(parameter_overrides=_params(profile=profile, images=images,
+                                                                             use_sim_time=use_sim_time))],
+                     ['robodata'])
 
 
 def _close_episode(nodes: list[Node], reason: str) -> None:

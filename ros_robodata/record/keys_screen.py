@@ -110,6 +110,8 @@ class KeysScreen:
         self.warnings: dict[str, _Warning] = {}
         self._ended: set[str] = set()  # episodes known stopped: a late reply must not revive them
         self._disagreements = 0
+        self.quality_line = ''  # the quality monitor's summary, when one runs
+        self.quality_seen_at = 0.0
 
     # -- keys -------------------------------------------------------------------------------------
 
@@ -205,6 +207,10 @@ class KeysScreen:
 
     def on_quality(self, check: str, topic: str, level: int, message: str, episode_id: str = '') -> None:
         """A QualityStatus from the quality monitor; OK clears that check's warning."""
+        if check == 'summary':  # the monitor's one-line verdict, shown under the episode line
+            self.quality_line = message
+            self.quality_seen_at = self.clock()
+            return
         key = f'quality:{check}:{topic}'
         if level == OK:
             self.warnings.pop(key, None)
@@ -234,6 +240,8 @@ class KeysScreen:
             lines.append('  '.join(parts))
         else:
             lines.append('starting...' if 'start' in self.busy else 'idle: press space to start an episode')
+        if self.quality_line and now - self.quality_seen_at <= QUALITY_HOLD_S:
+            lines.append(self.quality_line)
         if self.last is not None:
             last = self.last
             lines.append(f'last episode: {last.episode_id} {last.status or "stopped"}'

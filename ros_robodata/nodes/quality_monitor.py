@@ -1,0 +1,164 @@
+"""Node `quality_monitor`: data quality live at the rig, so the operator can redo a bad episode at once.
+
+Subscribes raw to every topic of the robot profile (like the recorder; nothing is deserialized on the intake
+thread except the few messages a check reads). Camera frames go to a worker thread through a two-frame queue:
+when the checks fall behind, frames are skipped, never the intake. The checks are ros_robodata.quality.
+
+Publishes, every `period_s`: /diagnostics (diagnostic_msgs/DiagnosticArray: works with rqt_robot_monitor and
+friends), /robodata/quality (ros_robodata/QualityStatus, one per live problem plus a 'summary'; `robodata keys`
+shows them), /robodata/quality_markers (visualization_msgs/MarkerArray: a text panel for RViz). At each episode
+stop it logs the episode's findings.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ros_robodata.errors import RobodataError
+from ros_robodata.msg import EpisodeEvent, QualityStatus
+from ros_robodata.nodes.common import clock_of, declare, matching_qos, run_node
+from ros_robodata.nodes.recorder import _message_class
+from ros_robodata.profile import load_profile
+from ros_robodata.quality.episode import score_of
+from ros_robodata.quality.live import LiveQuality, Status
+
+QUALITY_TOPIC = '/robodata/quality'
+MARKERS_TOPIC = '/robodata/quality_markers'
+EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
+_COLOURS = {0: (0.3, 1.0, 0.3), 1: (1.0, 0.8, 0.2), 2: (1.0, 0.25, 0.25), 3: (0.7, 0.7, 0.7)}
+
+
+class QualityMonitorNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('quality_monitor', **kwargs)
+        profile_path = declare(self, 'profile', '', 'Robot profile YAML: the topics to watch, their limits (required)')
+        images = declare(self, 'images', True, 'Run the camera checks (blur, frozen, dark, occluded)')
+        period = declare(self, 'period_s', 1.0, 'How often statuses are published')
+        self._panel_frame = declare(self, 'panel_frame', 'world', 'Frame of the RViz text panel')
+        if not profile_path:
+            raise RobodataError('parameter `profile` is required')
+        self.profile = load_profile(profile_path)
+        self.live = LiveQuality(self.profile, images=images)
+        self._clock_ns = clock_of(self)
+        self._status_pub = self.create_publisher(QualityStatus, QUALITY_TOPIC, 50)
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
+        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(EpisodeEvent, EPISODE_EVENTS_TOPIC, self._on_episode, latched)
+        self._frames: queue.Queue[tuple[str, bytes, Any, int]] = queue.Queue(maxsize=2)
+        self._running = True
+        self._worker = threading.Thread(target=self._frame_worker, name='quality-frames', daemon=True)
+        self._worker.start()
+        self._pending = {spec.topic: spec for _, spec in self.profile.all_topics()}
+        self._subscribe()
+        if self._pending:
+            self._discovery = self.create_timer(0.5, self._subscribe)
+        self.create_timer(period, self._publish)
+        self.last_statuses: list[Status] = []
+        self.get_logger().info(f'watching {len(self._pending)} topic(s) of {self.profile.robot.name}')
+
+    def _subscribe(self) -> None:
+        for topic, spec in list(self._pending.items()):
+            qos = matching_qos(self, spec)
+            if qos is None:
+                continue
+            msgclass = _message_class(spec.type)
+            del self._pending[topic]
+            if msgclass is None:
+                self.get_logger().warning(f'cannot watch {topic}: {spec.type} is not installed here')
+                continue
+            self.create_subscription(msgclass, topic, self._receiver(topic, msgclass), qos, raw=True)
+        if not self._pending and hasattr(self, '_discovery'):
+            self._discovery.cancel()
+
+    def _receiver(self, topic: str, msgclass: Any) -> Any:
+        live, clock = self.live, self._clock_ns
+        is_camera = topic in live.camera_topics
+
+        def receive(data: bytes) -> None:
+            now = clock()
+            live.add(topic, now, data, lambda: deserialize_message(data, msgclass))
+            if is_camera:
+                try:
+                    self._frames.put_nowait((topic, data, msgclass, now))
+                except queue.Full:
+                    live.frames_skipped += 1
+
+        return receive
+
+    def _frame_worker(self) -> None:
+        from ros_robodata.bag.image import decode_image
+
+        while self._running:
+            try:
+                topic, data, msgclass, received = self._frames.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            try:
+                msg = deserialize_message(data, msgclass)
+                stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+                self.live.add_frame(topic, stamp, received, decode_image(msg))
+            except Exception as err:  # a frame we cannot decode is one warning, not a dead monitor
+                self.get_logger().warning(f'{topic}: cannot check a frame: {err}', throttle_duration_sec=10.0)
+
+    def _on_episode(self, msg: EpisodeEvent) -> None:
+        if msg.event == EpisodeEvent.START:
+            self.live.start(msg.episode_id)
+        elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.live.episode_id:
+            report = self.live.stop()
+            score, reasons = score_of(report.findings)
+            text = '; '.join(reasons[:3]) if reasons else 'no problem found'
+            self.get_logger().info(f'episode {msg.episode_id}: quality score {score:.2f}: {text}')
+
+    def _publish(self) -> None:
+        now = self._clock_ns()
+        statuses = self.live.statuses(now)
+        self.last_statuses = statuses
+        array = DiagnosticArray()
+        array.header.stamp.sec, array.header.stamp.nanosec = divmod(now, 1_000_000_000)
+        markers = MarkerArray()
+        for status in statuses:
+            msg = QualityStatus(episode_id=self.live.episode_id, check=status.check, topic=status.topic,
+                                level=status.level, value=float(status.value), threshold=float(status.threshold),
+                                message=status.message)
+            msg.header.stamp = array.header.stamp
+            self._status_pub.publish(msg)
+            name = 'robodata quality' + (f': {status.check} {status.topic}' if status.check != 'summary' else '')
+            array.status.append(DiagnosticStatus(
+                level=bytes([status.level]), name=name, message=status.message, hardware_id=self.profile.robot.name,
+                values=[KeyValue(key='episode_id', value=self.live.episode_id),
+                        KeyValue(key='frames_skipped', value=str(self.live.frames_skipped))]))
+        self._diagnostics.publish(array)
+        panel = Marker(ns='robodata_quality', id=0, type=Marker.TEXT_VIEW_FACING, action=Marker.ADD,
+                       text='\n'.join(s.message for s in [statuses[-1], *statuses[:-1]][:6]))
+        panel.header.frame_id = self._panel_frame
+        panel.header.stamp = array.header.stamp
+        panel.pose.position.z = 1.2
+        panel.pose.orientation.w = 1.0
+        panel.scale.z = 0.04
+        panel.color.r, panel.color.g, panel.color.b = _COLOURS[statuses[-1].level]
+        panel.color.a = 1.0
+        markers.markers.append(panel)
+        self._markers.publish(markers)
+
+    def destroy_node(self) -> None:
+        self._running = False
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(lambda: QualityMonitorNode(), args if args is not None else sys.argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
