@@ -242,6 +242,16 @@ def test_quality_warnings(screen, clock):
     assert 'quality' not in text(screen)
 
 
+def test_the_monitors_summary_is_one_line_under_the_episode(screen, clock):
+    screen.on_event('start', 'ep-7')
+    screen.on_quality('summary', '', ERROR, 'quality: 1 error(s): motion.nan on /joint_states')
+    lines = screen.render()
+    assert lines.index('quality: 1 error(s): motion.nan on /joint_states') == 2  # right under the REC line
+    assert not any(line.startswith('!') and 'summary' in line for line in lines)
+    clock.t += QUALITY_HOLD_S + 0.1  # a monitor that stopped talking is not shown as if it were current
+    assert 'quality:' not in text(screen)
+
+
 def test_many_warnings_are_summarised(screen):
     screen.on_event('start', 'ep-12')
     topics = [(f'/t{i}', ERROR, 'silent for more than 1 s') for i in range(9)]

@@ -160,3 +160,64 @@ def test_score_command_on_a_bare_bag_prints_the_findings(faulty_bag: Path, capsy
     assert {f['check'] for f in data['findings']} >= set(EXPECTED)
     nan = next(f for f in data['findings'] if f['check'] == 'motion.nan')
     assert nan['ranges_s'][0][0] == pytest.approx(5.0, abs=0.05)
+
+
+@pytest.fixture(scope='module')
+def scored_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three simulated episodes (success, success, failure), scored by `robodata score --workers 2`."""
+    from ros_robodata.dataset import Dataset
+    from ros_robodata.dataset.episode import Episode
+
+    profile = load_profile(PROFILE)
+    root = tmp_path_factory.mktemp('scored') / 'ds'
+    dataset = Dataset.create(root, profile=profile)
+    for seed, outcome in ((0, 'success'), (1, 'success'), (2, 'failure')):
+        episode_id = f'20260101-12000{seed}'
+        faults = [Fault('joint_states', 'nan', 5.0, 5.1)] if seed == 1 else []
+        write_sim_episode(dataset.bag_dir(episode_id), profile, seed=seed, cameras=True, lidar=True,
+                          image_size=(64, 48), faults=faults)
+        dataset.add_episode(Episode(id=episode_id, task='pick', status='complete', outcome=outcome))
+    assert main(['score', str(root), '--workers', '2']) == 0
+    return root
+
+
+def test_score_writes_quality_files_and_catalog_scores(scored_dataset: Path) -> None:
+    from ros_robodata.dataset import Dataset
+
+    dataset = Dataset.open(scored_dataset)
+    rows = {row.id: row for row in dataset.list()}
+    quality = {i: json.loads((dataset.episode_dir(i) / 'quality.json').read_text()) for i in rows}
+    clean, faulty, failed = (quality[f'20260101-12000{s}'] for s in (0, 1, 2))
+    assert clean['score'] == 1.0 and clean['reasons'] == []
+    assert faulty['score'] < 1.0 and any('NaN' in r for r in faulty['reasons'])
+    assert rows['20260101-120001'].score == faulty['score'] and 'motion.nan' in rows['20260101-120001'].scores['checks']
+    # The criteria agree with the labels: the scripted failure is judged a failure from its events.
+    assert clean['success']['success'] is True and failed['success']['success'] is False
+    assert not any(q['success']['disagrees'] for q in quality.values())
+    assert all(q['consistency']['normalized'] is not None for q in quality.values())
+    assert (dataset.episode_dir('20260101-120000') / 'events.json').is_file()  # segmented on the way
+    summary = json.loads((scored_dataset / 'quality_summary.json').read_text())
+    assert summary['outcomes']['success'] == 2 and summary['outcomes']['failure'] == 1
+    assert summary['checks'] == {'motion.nan': 1}
+
+
+def test_catalog_rebuild_keeps_the_scores(scored_dataset: Path) -> None:
+    from ros_robodata.dataset import Dataset
+
+    (scored_dataset / 'catalog.sqlite').unlink()
+    for side in ('catalog.sqlite-wal', 'catalog.sqlite-shm'):
+        (scored_dataset / side).unlink(missing_ok=True)
+    assert main(['catalog', 'rebuild', str(scored_dataset)]) == 0
+    rows = {row.id: row for row in Dataset.open(scored_dataset).list()}
+    assert rows['20260101-120000'].score == 1.0 and rows['20260101-120001'].score < 1.0
+
+
+def test_a_label_that_contradicts_the_evidence_is_flagged(scored_dataset: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(['set', str(scored_dataset / 'episodes' / '20260101-120002'), '--outcome', 'success',
+                 '--reason', 'test']) == 0
+    capsys.readouterr()
+    assert main(['score', str(scored_dataset / 'episodes' / '20260101-120002'), '--json']) == 0
+    data = json.loads(capsys.readouterr().out)['episodes']['20260101-120002']
+    assert data['success']['disagrees'] is True
+    assert any(f['check'] == 'success.disagrees' for f in data['findings']) and data['score'] < 1.0

@@ -72,7 +72,7 @@ class SimCell:
         if mode not in MODES:
             raise ValueError(f'mode {mode!r} is not one of {", ".join(MODES)}')
         self.seed, self.episode_index, self.mode = seed, episode_index, mode
-        rng_scene, rng_plan, rng_op, rng_fault, rng_sensor = np.random.default_rng(seed).spawn(5)
+        rng_scene, rng_plan, rng_op, rng_fault, rng_sensor, rng_camera = np.random.default_rng(seed).spawn(6)
         self.scene = sample_scene(rng_scene)
         self.plan = plan_for(episode_index, rng_plan)
         self.operator = ScriptedOperator(self.plan, self.scene, rng_op)
@@ -110,7 +110,8 @@ class SimCell:
 
         self._cmd = Command(np.zeros(4), FINGER_OPEN, 1.0)
         self._truth = GroundTruth(float(d.qpos[self._obj_q + 2]), self.scene.zone_center, self.scene.zone_radius)
-        self._cameras = Cameras(m, *image_size) if any(s in _CAMERAS for s in self.streams) else None
+        self._cameras = (Cameras(m, *image_size, rng=rng_camera) if any(s in _CAMERAS for s in self.streams)
+                         else None)
         self._lidar = Lidar(m, d, rng_sensor) if S.LIDAR_SCENE in self.streams else None
         self._step = 0
         self._counts = dict.fromkeys(self.streams, 0)
