@@ -49,9 +49,13 @@ def resolve(path_text: str) -> Target:
 
 def need(target: Target, *kinds: str) -> Target:
     if target.kind not in kinds:
-        wanted = ' or '.join(f'an {k}' if k[0] in 'aeiou' else f'a {k}' for k in kinds)
-        raise RobodataError(f'{target.path}: is a {target.kind}, not {wanted}')
+        wanted = ' or '.join(_article(k) for k in kinds)
+        raise RobodataError(f'{target.path}: is {_article(target.kind)}, not {wanted}')
     return target
+
+
+def _article(kind: str) -> str:
+    return f'an {kind}' if kind[0] in 'aeiou' else f'a {kind}'
 
 
 def print_json(data: Any) -> None:

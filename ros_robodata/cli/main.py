@@ -16,6 +16,7 @@ from ros_robodata.cli import (
     profile_cmd,
     record_cmd,
     repair,
+    report_cmd,
     score_cmd,
     segment_cmd,
     session_cmd,
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cmd.add_parser(sub)
     segment_cmd.add_parser(sub)
     score_cmd.add_parser(sub)
+    report_cmd.add_parser(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
     return parser
