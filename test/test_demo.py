@@ -21,7 +21,9 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
     out = tmp_path / 'demo'
     run = robodata('demo', '--episodes', '2', '--seed', '0', '--out', str(out), env=ros_env(new_domain()))
     assert run.returncode == 0, run.stderr[-3000:]
-    assert 'dataset:' in run.stdout and 'issues found' in run.stdout
+    assert 'dataset:' in run.stdout and 'issues found' in run.stdout and 'report:' in run.stdout
+    report = (out / 'dataset' / 'report.html').read_text()
+    assert report.startswith('<!DOCTYPE html>') and 'http://' not in report and 'https://' not in report
     assert run.stdout.count('grasp, lift, release') == 2  # seeds 0 and 1 are clean successes
 
     dataset = Dataset.open(out / 'dataset')
@@ -59,6 +61,9 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
         live_grasps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in live if m.kind == 'grasp']
         assert len(live_grasps) == 1 and abs(live_grasps[0] - secured_ns) < 50_000_000
         assert {m.episode_id for m in live} == {episode.id}
+        quality = json.loads((dataset.episode_dir(episode.id) / 'quality.json').read_text())
+        assert quality['success']['success'] is True and not quality['success']['disagrees']
+        assert episode.id in report
         offline = json.loads((dataset.episode_dir(episode.id) / 'events.json').read_text())
         grasps = [e['t_ns'] for e in offline['events'] if e['kind'] == 'grasp']
         assert len(grasps) == 1 and abs(grasps[0] - secured_ns) < 50_000_000

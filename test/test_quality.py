@@ -63,6 +63,17 @@ def test_timing_backwards_duplicates_clock_jumps_latency_and_silence() -> None:
     assert len(found['timing.silent'].ranges) == 2 and found['timing.silent'].severity == ERROR
 
 
+def test_a_publisher_catching_up_after_a_stall_is_latency_not_a_clock_jump() -> None:
+    timing = StreamTiming('/joint_states', TimingLimits(rate_hz=100, max_latency_ms=100))
+    stamps = [t * 10.0 for t in range(300)]
+    receive = [s + 2 for s in stamps]
+    for i in range(100, 180):  # the publisher stalled 0.8 s, then sent what it owed in one burst
+        receive[i] = 1800 + 2 + (i - 100) * 0.01
+    _feed(timing, stamps, receive)
+    found = _checks(timing.findings())
+    assert 'timing.clock_jump' not in found and 'timing.latency' in found
+
+
 def test_event_driven_and_latched_topics_carry_no_timing_expectations() -> None:
     events = StreamTiming('/robodata/events', TimingLimits(rate_hz=None))
     _feed(events, [0.0, 0.0, 5000.0, 1.0])
@@ -111,6 +122,9 @@ def test_score_is_the_product_of_penalties_with_reasons_worst_first() -> None:
     findings = [Finding('timing.gap', WARN, '/a', 'gap'), Finding('motion.nan', ERROR, '/b', 'nan')]
     score, reasons = score_of(findings)
     assert score == pytest.approx(0.7 * 0.9) and reasons == ['error: nan', 'warn: gap']
+    # The same check on several topics (one stall made every topic late) costs once.
+    late = [Finding('timing.latency', WARN, f'/t{i}', 'late') for i in range(7)]
+    assert score_of(late)[0] == pytest.approx(0.9) and len(score_of(late)[1]) == 7
     assert score_of([]) == (1.0, [])
 
 

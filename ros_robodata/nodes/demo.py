@@ -1,10 +1,12 @@
-"""The demo's ROS side: the recorder, the segmenter and the simulated cell in one process on real DDS.
+"""The demo's ROS side: the recorder, the segmenter, the quality monitor and the simulated cell in one process.
 
-One rclpy context, three nodes: the recorder and the live segmenter (spun by one executor in a thread, as
-`robodata session` spins them) and the sim cell (publishing from the main thread, paced to the wall clock).
-The scripted operator starts each episode, acts it out, labels it with the outcome it knows from the physics
-and stops it; the ground truth is written next to the episode as ground_truth.json. Afterwards every episode
-is segmented offline (events.json). `robodata demo` (ros_robodata/cli/demo_cmd.py) runs it.
+One rclpy context on real DDS, four nodes: the recorder, the live segmenter and the quality monitor (spun by
+one executor in a thread, as `robodata session` spins them) and the sim cell (publishing from the main thread,
+paced to the wall clock). The scripted operator starts each episode, acts it out, labels it with the outcome it
+knows from the physics and stops it; the ground truth is written next to the episode as ground_truth.json.
+Afterwards the offline steps run: every episode is segmented (events.json) and scored (quality.json), and the
+dataset gets its HTML report (report.html).
+`robodata demo` (ros_robodata/cli/demo_cmd.py) runs it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ros_robodata.cli.common import stderr
 from ros_robodata.errors import RobodataError
 from ros_robodata.nodes.common import make_executor
+from ros_robodata.nodes.quality_monitor import QualityMonitorNode
 from ros_robodata.nodes.recorder import RecorderNode
 from ros_robodata.nodes.segmenter import SegmenterNode
 from ros_robodata.nodes.sim_cell import SimCellNode
@@ -71,6 +74,7 @@ class _Demo:
     def __init__(self, args: argparse.Namespace, dataset_root: Path, image_size: tuple[int, int]) -> None:
         self.args, self.dataset_root, self.image_size = args, dataset_root, image_size
         self.rows: list[dict[str, Any]] = []
+        self.report: Path | None = None
         self._stopped: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -95,7 +99,7 @@ class _Demo:
         # Ctrl-C stays a KeyboardInterrupt in the main thread; the recorder is closed below, then ROS.
         rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
         signal.signal(signal.SIGTERM, _terminate)
-        recorder = sim = segmenter = None
+        recorder = sim = segmenter = monitor = None
         spinning = threading.Event()
         spinner = None
         interrupted = False
@@ -111,9 +115,10 @@ class _Demo:
                 profile=profile, dataset=str(self.dataset_root), task=TASK, operator=OPERATOR, mode=args.mode))
             recorder.recorder.add_transition_listener(self._on_transition)  # after the node's own announcement
             segmenter = SegmenterNode(parameter_overrides=params(profile=profile))
+            monitor = QualityMonitorNode(parameter_overrides=params(profile=profile))
             executor = make_executor()
-            executor.add_node(recorder)
-            executor.add_node(segmenter)
+            for node in (recorder, segmenter, monitor):
+                executor.add_node(node)
             spinning.set()
 
             def spin() -> None:
@@ -137,13 +142,13 @@ class _Demo:
             spinning.clear()
             if spinner is not None:
                 spinner.join(2.0)
-            for node in (recorder, segmenter, sim):
+            for node in (recorder, segmenter, monitor, sim):
                 if node is not None:
                     node.destroy_node()
             if rclpy.ok():
                 rclpy.shutdown()
         if not interrupted:
-            self._segment()
+            self._offline()
         self._summary(time.monotonic() - t_start, interrupted)
         if interrupted:
             raise KeyboardInterrupt
@@ -191,10 +196,11 @@ class _Demo:
                 progress.update(overall, advance=1, description=f'{label}: {truth["outcome"]}')
             progress.update(overall, description='episodes recorded')
 
-    def _segment(self) -> None:
-        """The offline step: events.json for every recorded episode."""
+    def _offline(self) -> None:
+        """The offline steps: events.json, then quality.json and the catalog scores, for every episode."""
         from ros_robodata.dataset import Dataset
         from ros_robodata.errors import RobodataError
+        from ros_robodata.quality.score import score_episodes
         from ros_robodata.segment.offline import dataset_profile, segment_episode
 
         dataset = Dataset.open(self.dataset_root)
@@ -204,6 +210,23 @@ class _Demo:
                 row['events'] = segment_episode(dataset, row['id'], profile).events
             except RobodataError as err:
                 stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot segment: {err}[/]')
+        ids = [row['id'] for row in self.rows]
+        try:
+            scores, failures, _ = score_episodes(dataset, profile, ids, workers=2)
+        except RobodataError as err:
+            stderr.print(f'[yellow]robodata demo: cannot score the episodes: {err}[/]')
+            return
+        for row in self.rows:
+            if row['id'] in scores:
+                row['score'] = scores[row['id']]
+            elif row['id'] in failures:
+                stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot score: {failures[row["id"]]}[/]')
+        from ros_robodata.quality.report import write_report
+
+        try:
+            self.report = write_report(dataset, profile).path
+        except RobodataError as err:
+            stderr.print(f'[yellow]robodata demo: cannot write the report: {err}[/]')
 
     def _summary(self, wall_s: float, interrupted: bool) -> None:
         from rich.table import Table
@@ -217,10 +240,12 @@ class _Demo:
         table = Table(title=f'robodata demo: {len(self.rows)} episode(s) in {wall_s:.0f} s'
                             f'{" (interrupted)" if interrupted else ""}')
         for name, justify in (('episode', 'left'), ('outcome', 'left'), ('status', 'left'), ('duration s', 'right'),
-                              ('messages', 'right'), ('issues found', 'right'), ('events', 'left')):
+                              ('messages', 'right'), ('issues found', 'right'), ('score', 'right'),
+                              ('events', 'left')):
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
         ids = [row['id'] for row in self.rows]
         events = {row['id']: row.get('events') for row in self.rows}
+        scored = {row['id']: row.get('score') for row in self.rows}
         if interrupted:  # the episode Ctrl-C closed is in the catalog, not in rows
             closed = [i for i in dataset.episode_ids() if dataset.episode(i).status == 'interrupted']
             ids += [i for i in closed if i not in ids][-1:]
@@ -232,7 +257,13 @@ class _Demo:
             messages = sum(int(t.get('count', 0)) for t in episode.topics.values())
             found = events.get(episode.id)
             shown = ', '.join(e.kind for e in found if e.kind in _SHOWN) if found is not None else '-'
-            table.add_row(episode.id, episode.outcome, episode.status, duration, str(messages),
-                          str(episode.loss.get('total_lost', 0)), shown)
+            score = scored.get(episode.id)
+            # Issues: what the quality checks found (each finding once), or the recorder's losses if unscored.
+            issues = str(len(score.findings)) if score is not None else str(episode.loss.get('total_lost', 0))
+            score_text = f'{score.to_json()["score"]:.2f}' if score is not None else '-'
+            table.add_row(episode.id, episode.outcome, episode.status, duration, str(messages), issues, score_text,
+                          shown)
         stdout.print(table)
         stdout.print(f'dataset: {self.dataset_root.resolve()}')
+        if self.report is not None:
+            stdout.print(f'report:  {self.report.resolve()}')

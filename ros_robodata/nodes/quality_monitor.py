@@ -23,6 +23,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ros_robodata.bag.image import decode_image
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
 from ros_robodata.nodes.common import clock_of, declare, matching_qos, run_node
@@ -43,6 +44,9 @@ class QualityMonitorNode(Node):
         profile_path = declare(self, 'profile', '', 'Robot profile YAML: the topics to watch, their limits (required)')
         images = declare(self, 'images', True, 'Run the camera checks (blur, frozen, dark, occluded)')
         period = declare(self, 'period_s', 1.0, 'How often statuses are published')
+        image_rate = declare(self, 'image_rate_hz', 10.0,
+                             'Frames per second and camera the image checks look at (at most; fewer when behind)')
+        self._image_period_ns = int(1e9 / image_rate) if image_rate > 0 else 0
         self._panel_frame = declare(self, 'panel_frame', 'world', 'Frame of the RViz text panel')
         if not profile_path:
             raise RobodataError('parameter `profile` is required')
@@ -84,11 +88,15 @@ class QualityMonitorNode(Node):
     def _receiver(self, topic: str, msgclass: Any) -> Any:
         live, clock = self.live, self._clock_ns
         is_camera = topic in live.camera_topics
+        last_frame = [0]
 
         def receive(data: bytes) -> None:
             now = clock()
             live.add(topic, now, data, lambda: deserialize_message(data, msgclass))
-            if is_camera:
+            # Frames are checked at image_rate_hz on a worker thread: the checks share the process (and its GIL)
+            # with a recorder in a session, and must never slow its intake.
+            if is_camera and now - last_frame[0] >= self._image_period_ns:
+                last_frame[0] = now
                 try:
                     self._frames.put_nowait((topic, data, msgclass, now))
                 except queue.Full:
@@ -97,8 +105,6 @@ class QualityMonitorNode(Node):
         return receive
 
     def _frame_worker(self) -> None:
-        from ros_robodata.bag.image import decode_image
-
         while self._running:
             try:
                 topic, data, msgclass, received = self._frames.get(timeout=0.5)

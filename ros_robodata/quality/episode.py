@@ -25,10 +25,14 @@ PENALTY = {ERROR: 0.3, WARN: 0.1}
 
 
 def score_of(findings: list[Finding]) -> tuple[float, list[str]]:
-    """The score in [0, 1] and its reasons, worst first. Errors cost 30%, warnings 10%, each."""
-    score = 1.0
+    """The score in [0, 1] and its reasons, worst first. Each check that fired costs once, at its worst severity
+    (errors 30%, warnings 10%): one host stall that made every topic late is one problem, not seven."""
+    worst: dict[str, float] = {}
     for f in findings:
-        score *= 1.0 - PENALTY.get(f.severity, 0.0)
+        worst[f.check] = max(worst.get(f.check, 0.0), PENALTY.get(f.severity, 0.0))
+    score = 1.0
+    for penalty in worst.values():
+        score *= 1.0 - penalty
     ordered = sorted(findings, key=lambda f: (-PENALTY.get(f.severity, 0.0), f.check, f.topic))
     return round(score, 4), [f'{f.severity}: {f.message}' for f in ordered]
 

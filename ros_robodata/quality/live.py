@@ -15,6 +15,7 @@ import numpy as np
 
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport
+from ros_robodata.quality.images import CameraWatch, ImageLimits
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3  # as diagnostic_msgs/DiagnosticStatus and ros_robodata/QualityStatus
 # Checks that make data unusable (the rest degrade it).
@@ -49,8 +50,6 @@ class LiveQuality:
     def _new_checks(self) -> EpisodeQuality:
         checks = EpisodeQuality(self.profile, images=False)
         if self.images and self.profile.topics.cameras:
-            from ros_robodata.quality.images import CameraWatch, ImageLimits
-
             limits = ImageLimits(blur_threshold=self.profile.quality.blur_threshold)
             checks.cameras = {c.topic: CameraWatch(c.topic, c.name, limits) for c in self.profile.topics.cameras}
         return checks

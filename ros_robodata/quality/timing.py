@@ -42,6 +42,7 @@ class StreamTiming:
         self._late = Ranges()
         self._silent = Ranges(join_ns=0)
         self._latency_sum = 0.0
+        self._latency_ref: float | None = None  # typical receive - stamp (ns), slowly followed
 
     @property
     def period_ns(self) -> float | None:
@@ -85,9 +86,13 @@ class StreamTiming:
         drift = step - (receive_ns - last_receive)
         period = self.period_ns
         jump_ns = max(self.limits.clock_jump_s * 1e9, 10 * period) if period else self.limits.clock_jump_s * 1e9
-        # A stall in delivery delays arrivals, never stamps: only stamps outrunning (or falling behind) arrivals
-        # by more than the limit is a clock jump.
-        if abs(drift) > jump_ns and (drift > 0 or step < 0):
+        # A stall in delivery delays arrivals, and a publisher catching up after a stall sends a burst of old
+        # stamps: neither moves the stamps against the receive clock for good. A clock jump does: stamps running
+        # ahead (latency far below its usual value) or going backwards by more than the limit.
+        latency = receive_ns - stamp_ns
+        reference = self._latency_ref
+        ahead = drift > jump_ns and reference is not None and latency < reference - jump_ns
+        if ahead or (step < 0 and -step > jump_ns):
             self._jumps.add(receive_ns, abs(drift) / 1e9)  # when it happened: arrivals keep true time
             fired.append('timing.clock_jump')
             self.last_stamp = stamp_ns  # the clock's new reading is the reference from now on
@@ -107,6 +112,8 @@ class StreamTiming:
                     fired.append('timing.gap')
         if step > 0:
             self.last_stamp = stamp_ns
+            reference = self._latency_ref
+            self._latency_ref = latency if reference is None else reference + 0.01 * (latency - reference)
         return fired
 
     def rate_hz(self) -> float | None:
