@@ -222,7 +222,7 @@ def test_a_bag_without_the_topics_says_so(tmp_path: Path, write_demo_bag, capsys
 def test_cdr_fast_path_reads_what_the_typestore_reads(tmp_path: Path) -> None:
     """Offline the gripper and wrench are parsed straight from their bytes; every value must equal rosbags'."""
     from ros_robodata.bag.reader import BagReader
-    from ros_robodata.segment.cdr import gripper_from_cdr, wrench_from_cdr
+    from ros_robodata.segment.cdr import gripper_from_cdr, joint_state_from_cdr, wrench_from_cdr
     from ros_robodata.segment.readings import gripper_reading, wrench_reading
 
     profile = load_profile(PROFILE)
@@ -238,6 +238,8 @@ def test_cdr_fast_path_reads_what_the_typestore_reads(tmp_path: Path) -> None:
                 joint = 'finger_joint' if message.topic == profile.topics.gripper.topic else 'joint4'
                 assert gripper_from_cdr(message.data, joint) == gripper_reading(decoded, joint)
                 assert gripper_from_cdr(message.data, 'no_such_joint') is False
+                _, names, positions = joint_state_from_cdr(message.data)
+                assert names == list(decoded.name) and positions == list(decoded.position)
             checked += 1
     assert checked > 2000
     assert wrench_from_cdr(b'\x00\x01\x00\x00' + bytes(10)) is None  # short: the caller decodes it the slow way

@@ -15,6 +15,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass
+from statistics import median
 
 import cv2
 import numpy as np
@@ -28,6 +29,9 @@ CHECKS = (BLUR, DARK, OVEREXPOSED, FROZEN, OCCLUDED)
 
 HISTORY = 150  # frames in the running medians (5 s at 30 Hz)
 WARMUP = 10  # good frames before the relative checks (derived blur, occlusion) judge anything
+# A frame whose sharpness fell but whose acutance (Laplacian over gradient energy) kept half its usual value
+# shows fewer edges, not blurred ones (a 21 px blur takes acutance to ~3%; fingers closing over the view to ~70%).
+ACUTANCE_RATIO = 0.5
 SATURATED = 250  # a gray level at or above this is saturated
 SATURATED_SHARE = 0.5  # this share of saturated pixels is overexposed whatever the mean
 GRID = 8  # the frame is cut into GRID x GRID blocks for the occlusion check
@@ -113,7 +117,8 @@ def block_std(gray: np.ndarray, grid: int = GRID) -> np.ndarray:
 
 
 def _median(values: deque[float]) -> float:
-    return float(np.median(np.fromiter(values, np.float64, len(values))))
+    # statistics.median on <= 150 floats beats numpy's per-call overhead several times over.
+    return float(median(values))
 
 
 class CameraWatch:
@@ -123,6 +128,7 @@ class CameraWatch:
         self.topic, self.name, self.limits = topic, name, limits
         self._ranges = {check: Ranges(join_ns=JOIN_NS) for check in CHECKS}
         self._sharp_history: deque[float] = deque(maxlen=HISTORY)  # of good frames only
+        self._acutance_history: deque[float] = deque(maxlen=HISTORY)  # Laplacian / gradient energy, good frames
         self._texture_history: deque[float] = deque(maxlen=HISTORY)  # median block std of good frames
         self._sharpness = array('f')  # every frame, for stats()
         self._brightness = array('f')
@@ -167,6 +173,10 @@ class CameraWatch:
         brightness = float(cv2.mean(gray)[0])
         saturated = np.count_nonzero(gray >= SATURATED) / gray.size
         sharpness = float(cv2.meanStdDev(cv2.Laplacian(gray, cv2.CV_64F))[1][0, 0] ** 2)
+        # Sharpness also falls when the view holds fewer edges (fingers closing over the wrist camera's view);
+        # blur takes the second derivative down much more than the first, so their ratio tells the two apart.
+        gradient = float(np.mean(cv2.Sobel(gray, cv2.CV_32F, 1, 0) ** 2 + cv2.Sobel(gray, cv2.CV_32F, 0, 1) ** 2))
+        acutance = sharpness / gradient if gradient > 0 else 0.0
         self._sharpness.append(sharpness)
         self._brightness.append(brightness)
 
@@ -212,7 +222,9 @@ class CameraWatch:
                 occluded = True
 
         blur_limit = self.blur_limit() if exposure_ok and not occluded else None
-        if blur_limit is not None and sharpness < blur_limit:
+        content_change = (lim.blur_threshold is None and len(self._acutance_history) >= WARMUP
+                          and acutance >= ACUTANCE_RATIO * _median(self._acutance_history))
+        if blur_limit is not None and sharpness < blur_limit and not content_change:
             blur = self._ranges[BLUR]
             if not blur or sharpness < blur.worst:
                 self._blur_limit_at_worst = blur_limit
@@ -223,6 +235,7 @@ class CameraWatch:
         # Only good, new frames teach the camera what it normally looks like.
         if not fired and not repeat:
             self._sharp_history.append(sharpness)
+            self._acutance_history.append(acutance)
             self._texture_history.append(texture)
         return fired
 

@@ -51,6 +51,9 @@ class MotionLimits:
     trajectory_points: int = 2000  # at most this many samples of the trajectory are kept (memory bound)
 
 
+_STILL_EVERY = 5  # samples between idle/stuck judgements
+
+
 class Trajectory:
     """A decimated trajectory whose memory never grows past `capacity` samples: when full, every other sample is
     dropped and the stride doubles, so a long episode is kept as evenly as a short one."""
@@ -102,10 +105,11 @@ class JointMotion:
         self._still_since: int | None = None
         self._same_since: list[int | None] = []
         self._moving_now = False
+        self._still_from: tuple[int, list[float]] | None = None
+        self._since_still_check = 0
         self.first_ns: int | None = None
         self.last_ns: int | None = None
         self.idle_ns = 0
-        self._speed_profile = Trajectory(limits.trajectory_points)
 
     def add(self, stamp_ns: int, names: Sequence[str], position: Sequence[float]) -> list[str]:
         """One JointState; returns the checks that fired on it."""
@@ -115,7 +119,7 @@ class JointMotion:
             self._index = [list(names).index(n) for n in wanted if n in names]
             self.names = [names[i] for i in self._index]
             self._same_since = [None] * len(self._index)
-            self._last, self._last_speed = None, None
+            self._last, self._last_speed, self._still_from = None, None, None
         assert self._index is not None
         if not self._index:
             return []
@@ -124,19 +128,20 @@ class JointMotion:
         if self.first_ns is None:
             self.first_ns = stamp_ns
         self.last_ns = stamp_ns
-        bad = [n for n, v in zip(self.names, q, strict=True) if not math.isfinite(v)]
-        if bad:
+        if not all(map(math.isfinite, q)):
+            bad = [n for n, v in zip(self.names, q, strict=True) if not math.isfinite(v)]
             self._nan.add(stamp_ns, len(bad))
             self._nan_joints.update(bad)
             return ['motion.nan']  # a NaN sample says nothing about speed or limits
-        for name, value in zip(self.names, q, strict=True):
-            lim = self.joint_limits.get(name)
-            if lim is not None and not (lim.lower - self.limits.limit_margin <= value
-                                        <= lim.upper + self.limits.limit_margin):
-                excess = max(lim.lower - value, value - lim.upper)
-                self._beyond.add(stamp_ns, excess)
-                self._beyond_joints.add(name)
-                fired.append('motion.joint_limit')
+        if self.joint_limits:
+            for name, value in zip(self.names, q, strict=True):
+                lim = self.joint_limits.get(name)
+                if lim is not None and not (lim.lower - self.limits.limit_margin <= value
+                                            <= lim.upper + self.limits.limit_margin):
+                    excess = max(lim.lower - value, value - lim.upper)
+                    self._beyond.add(stamp_ns, excess)
+                    self._beyond_joints.add(name)
+                    fired.append('motion.joint_limit')
         self.trajectory.add(stamp_ns, q)
         last = self._last
         self._last = (stamp_ns, q)
@@ -144,9 +149,16 @@ class JointMotion:
             return fired
         dt = (stamp_ns - last[0]) / 1e9
         speed = [(a - b) / dt for a, b in zip(q, last[1], strict=True)]
-        self._speed_profile.add(stamp_ns, [math.sqrt(sum(s * s for s in speed))])
         self._check_jump(stamp_ns, speed, fired)
-        self._check_still(stamp_ns, speed, q, last[1])
+        # Idle time and stuck encoders live on second scales: judged every few samples, over that span.
+        self._since_still_check += 1
+        if self._still_from is None:
+            self._still_from = (last[0], last[1])
+        if self._since_still_check >= _STILL_EVERY:
+            t0, q0 = self._still_from
+            span = (stamp_ns - t0) / 1e9
+            self._check_still(stamp_ns, [(a - b) / span for a, b in zip(q, q0, strict=True)], q, q0, t0)
+            self._still_from, self._since_still_check = (stamp_ns, q), 0
         return fired
 
     def _check_jump(self, stamp_ns: int, speed: list[float], fired: list[str]) -> None:
@@ -163,14 +175,16 @@ class JointMotion:
             self._jumps.add(stamp_ns, change)
             fired.append('motion.velocity_jump')
 
-    def _check_still(self, stamp_ns: int, speed: list[float], q: list[float], previous: list[float]) -> None:
+    def _check_still(self, stamp_ns: int, speed: list[float], q: list[float], previous: list[float],
+                     since_ns: int) -> None:
+        """Over the span since_ns..stamp_ns: did the arm move, did each joint's reading change at all?"""
         moving = [abs(s) > self.limits.idle_speed for s in speed]
         if any(moving):
             if self._still_since is not None:
                 self._close_idle(stamp_ns)
             self._still_since = None
         elif self._still_since is None:
-            self._still_since = stamp_ns
+            self._still_since = since_ns
         stuck_ns = self.limits.stuck_after_s * 1e9
         for i, name in enumerate(self.names):
             if q[i] != previous[i]:
@@ -178,7 +192,7 @@ class JointMotion:
                 continue
             since = self._same_since[i]
             if since is None:
-                self._same_since[i] = stamp_ns
+                self._same_since[i] = since_ns
             elif stamp_ns - since > stuck_ns and any(m for j, m in enumerate(moving) if j != i):
                 self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
 
@@ -191,11 +205,12 @@ class JointMotion:
     def smoothness(self) -> float | None:
         """Log dimensionless jerk of the joint-space speed profile over the moving part of the episode
         (-ln of T^3 / v_peak^2 x integral of jerk^2): higher (closer to 0) is smoother; None if it never moved."""
-        times, speeds = self._speed_profile.arrays()
-        if len(times) < 10:
+        times, rows = self.trajectory.arrays()
+        if len(times) < 11:
             return None
-        t = (times - times[0]) / 1e9
-        v = speeds[:, 0]
+        # The speed profile from the kept (decimated) trajectory: the same shape at any episode length.
+        t = (times[1:] - times[0]) / 1e9
+        v = np.linalg.norm(np.diff(rows, axis=0), axis=1) / np.maximum(np.diff(times) / 1e9, 1e-9)
         # Resample onto an even grid at most 100 Hz, and low-pass lightly, so encoder quantization does not read
         # as jerk.
         n = int(min(len(t), max(10, t[-1] * 100)))

@@ -19,7 +19,6 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, WARN, Finding
-from ros_robodata.segment.cdr import gripper_from_cdr
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -34,20 +33,15 @@ class BagScore:
     notes: list[str] = field(default_factory=list)
 
 
-def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True) -> BagScore:
+def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
+              image_rate_hz: float = 10.0) -> BagScore:
     """Stream one bag through every check (one pass, no message kept)."""
-    checks = EpisodeQuality(profile, images=images)
-    gripper = profile.topics.gripper
-    opening: float | None = None
+    checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
     with BagReader(path) as reader:
         for message in reader.messages():
             checks.add(message.topic, message.t_ns, message.data, lambda m=message: reader.decode(m))
-            if gripper is not None and message.topic == gripper.topic:
-                reading = gripper_from_cdr(message.data, gripper.joint)
-                if reading not in (None, False, True) and reading.position == reading.position:  # type: ignore[union-attr]
-                    stroke = gripper.open_position - gripper.closed_position
-                    opening = (reading.position - gripper.closed_position) / stroke  # type: ignore[union-attr]
         report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
+        opening = checks.gripper_opening()
         if not reader.complete:
             report.findings.append(Finding('completeness.damaged_bag', ERROR, '',
                                            'the bag is damaged or was not closed: ' + '; '.join(reader.notes)))

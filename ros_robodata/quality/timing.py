@@ -7,6 +7,7 @@ source, a jump in stamps that arrivals do not share is a clock jump, a gap in ar
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
@@ -173,15 +174,19 @@ class SyncWatch:
         self.worst_ms = 0.0
 
     def reference(self, stamp_ns: int) -> None:
+        if self._reference and stamp_ns < self._reference[-1]:
+            self._reference.clear()  # the reference clock went back: start over rather than misplace stamps
         self._reference.append(stamp_ns)
         if len(self._reference) > 4096:
             del self._reference[:2048]
 
     def frame(self, stamp_ns: int) -> bool:
         """One camera stamp; True when it is further than max_skew_ms from every recent joint-state stamp."""
-        if not self._reference:
+        ref = self._reference
+        if not ref:
             return False
-        nearest = min(abs(stamp_ns - s) for s in self._reference[-256:])
+        i = bisect.bisect_left(ref, stamp_ns)
+        nearest = min(abs(stamp_ns - ref[j]) for j in (i - 1, i) if 0 <= j < len(ref))
         skew_ms = nearest / 1e6
         self.worst_ms = max(self.worst_ms, skew_ms)
         if skew_ms > self.max_skew_ms:

@@ -51,6 +51,28 @@ def wrench_from_cdr(raw: bytes | memoryview) -> WrenchReading | None:
     return WrenchReading(stamp, (fx, fy, fz), (tx, ty, tz), frame)
 
 
+_last_names: tuple[bytes, list[str]] | None = None
+
+
+def _names_at(data: memoryview, start: int) -> tuple[list[str], int]:
+    """The string array at `start` and the offset after it. A stream repeats the same joint names in every
+    message: the previous message's bytes are compared first (a string array delimits itself)."""
+    global _last_names
+    last = _last_names
+    if last is not None and data[start:start + len(last[0])] == last[0]:
+        return last[1], start + len(last[0])
+    (count,) = _U32.unpack_from(data, start)
+    offset = start + 4
+    names = []
+    for _ in range(count):
+        offset = _align(offset, 4)
+        (length,) = _U32.unpack_from(data, offset)
+        names.append(bytes(data[offset + 4:offset + 3 + length]).decode('utf-8', 'replace'))
+        offset += 4 + length
+    _last_names = (bytes(data[start:offset]), names)
+    return names, offset
+
+
 def joint_state_from_cdr(raw: bytes | memoryview) -> tuple[int, list[str], list[float]] | None:
     """(stamp, names, positions) of a sensor_msgs/JointState; None: use the slow path."""
     data = memoryview(raw)
@@ -58,15 +80,7 @@ def joint_state_from_cdr(raw: bytes | memoryview) -> tuple[int, list[str], list[
         return None
     try:
         stamp, _, offset = _header(data)
-        offset = _align(offset, 4)
-        (count,) = _U32.unpack_from(data, offset)
-        offset += 4
-        names = []
-        for _ in range(count):
-            offset = _align(offset, 4)
-            (length,) = _U32.unpack_from(data, offset)
-            names.append(bytes(data[offset + 4:offset + 3 + length]).decode('utf-8', 'replace'))
-            offset += 4 + length
+        names, offset = _names_at(data, _align(offset, 4))
         offset = _align(offset, 4)
         (n,) = _U32.unpack_from(data, offset)
         offset = _align(offset + 4, 8)
@@ -75,7 +89,7 @@ def joint_state_from_cdr(raw: bytes | memoryview) -> tuple[int, list[str], list[
         positions = list(struct.unpack_from(f'<{n}d', data, offset))
     except (_Short, struct.error, UnicodeDecodeError):
         return None
-    return stamp, names, positions
+    return stamp, list(names), positions
 
 
 def gripper_from_cdr(raw: bytes | memoryview, joint: str) -> GripperReading | bool | None:
