@@ -69,3 +69,42 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
         assert len(grasps) == 1 and abs(grasps[0] - secured_ns) < 50_000_000
     verify = robodata('verify', str(out / 'dataset'))
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_demo_fault_injection_shows_up_in_the_scores(tmp_path):
+    out = tmp_path / 'demo'
+    run = robodata('demo', '--episodes', '1', '--seed', '3', '--out', str(out), '--image-size', '160x120',
+                   '--fault', 'wrench:spike:5.5:5.52', '--fault', 'camera/wrist:blur:2:3', env=ros_env(new_domain()))
+    assert run.returncode == 0, run.stderr[-3000:]
+    dataset = Dataset.open(out / 'dataset')
+    (episode_id,) = dataset.episode_ids()
+    quality = json.loads((dataset.episode_dir(episode_id) / 'quality.json').read_text())
+    checks = {(f['check'], f['topic']) for f in quality['findings']}
+    assert ('contact.force_limit', '/wrist/wrench') in checks
+    assert ('image.blur', '/camera/wrist/image_raw') in checks
+    truth = json.loads((dataset.episode_dir(episode_id) / 'ground_truth.json').read_text())
+    assert [f['kind'] for f in truth['faults']] == ['spike', 'blur'] and all(f['affected'] for f in truth['faults'])
+
+
+def test_sim_cell_can_publish_its_time_on_clock(tmp_path):
+    from rosgraph_msgs.msg import Clock
+
+    from test.ros_rig import client, stop_process
+
+    domain = new_domain()
+    node = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.sim_cell', '--ros-args', '-p',
+                             f'profile:={PROFILE}', '-p', 'episodes:=1', '-p', 'publish_clock:=true', '-p',
+                             'image_width:=32', '-p', 'image_height:=24'], env=ros_env(domain),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with client(domain) as c:
+            ticks: list = []
+            c.node.create_subscription(Clock, '/clock', ticks.append, 100)
+            for _ in range(100):
+                c.spin_for(0.1)
+                if len(ticks) > 50:
+                    break
+    finally:
+        stop_process(node)
+    times = [t.clock.sec * 10**9 + t.clock.nanosec for t in ticks]
+    assert len(times) > 50 and times == sorted(times) and times[-1] > times[0]

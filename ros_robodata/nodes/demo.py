@@ -181,7 +181,8 @@ class _Demo:
                         state['shown'] = t
                         progress.update(overall, description=f'{state["label"]}: {t:4.1f} s')
 
-                truth = sim.cell.run_episode(seed, i, args.mode, on_start=on_start, on_step=on_step)
+                truth = sim.cell.run_episode(seed, i, args.mode, faults=getattr(args, 'faults', None) or None,
+                                             on_start=on_start, on_step=on_step)
                 episode_id = state['id']
                 time.sleep(_LINGER_S)
                 recorder.recorder.request_outcome(truth['outcome'], f'scripted operator (seed {seed})')

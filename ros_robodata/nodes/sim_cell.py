@@ -2,10 +2,11 @@
 
 Every stream of the robot profile the cell can produce is published with header stamps on the node's clock
 (wall time): episode start + the sample's sim time, the sim paced to the wall clock. `/robot_description` is
-latched (transient local). No /clock: the cell runs in real time, so receive times and stamps share one base.
+latched (transient local). With `publish_clock`, the cell's time also goes out on /clock (rosgraph_msgs/Clock),
+for nodes run with use_sim_time; the cell runs in real time either way.
 
-Parameters: profile, seed, episodes, image_width, image_height, mode. `main()` runs `episodes` episodes back to
-back (seed + i for episode i) and exits; `robodata demo` drives SimCellPublisher.run_episode itself.
+Parameters: profile, seed, episodes, image_width, image_height, mode, publish_clock. `main()` runs `episodes`
+episodes back to back (seed + i for episode i) and exits; `robodata demo` drives SimCellPublisher.run_episode itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from geometry_msgs.msg import TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
 from std_msgs.msg import String
 
@@ -65,8 +67,9 @@ class SimCellPublisher:
     """Publishers for the profile's roles on `node`, and episodes of the cell published on them in real time."""
 
     def __init__(self, node: Node, profile: Profile | str, *, image_size: tuple[int, int] = (320, 240),
-                 rates: dict[str, float] | None = None) -> None:
+                 rates: dict[str, float] | None = None, publish_clock: bool = False) -> None:
         self.node = node
+        self.clock_publisher = node.create_publisher(Clock, '/clock', 10) if publish_clock else None
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.image_size = image_size
         specs = dict(self.profile.all_topics())
@@ -180,6 +183,10 @@ class SimCellPublisher:
             while not cell.finished:
                 for sample in cell.step_until(time.monotonic() - t0):
                     self.publish(sample, start_ns)
+                if self.clock_publisher is not None:
+                    tick = Clock()
+                    tick.clock.sec, tick.clock.nanosec = divmod(start_ns + round(cell.time * 1e9), 1_000_000_000)
+                    self.clock_publisher.publish(tick)
                 if on_step is not None:
                     on_step(cell.time)
                 time.sleep(_PACE_S)
@@ -197,11 +204,13 @@ class SimCellNode(Node):
         width = declare(self, 'image_width', 320, 'Camera image width (px)')
         height = declare(self, 'image_height', 240, 'Camera image height (px)')
         self.mode = declare(self, 'mode', 'teleop', 'Demonstration mode: teleop | kinesthetic')
+        publish_clock = declare(self, 'publish_clock', False, 'Publish the cell\'s time on /clock (for use_sim_time)')
         if not profile:
             raise RobodataError('parameter `profile` is required')
         if self.mode not in ('teleop', 'kinesthetic'):
             raise RobodataError(f'parameter `mode`: {self.mode!r} is not teleop or kinesthetic')
-        self.cell = SimCellPublisher(self, profile, image_size=(int(width), int(height)))
+        self.cell = SimCellPublisher(self, profile, image_size=(int(width), int(height)),
+                                     publish_clock=bool(publish_clock))
 
 
 def _run_episodes(node: SimCellNode) -> None:
