@@ -235,3 +235,15 @@ def test_a_label_that_contradicts_the_evidence_is_flagged(scored_dataset: Path,
     data = json.loads(capsys.readouterr().out)['episodes']['20260101-120002']
     assert data['success']['disagrees'] is True
     assert any(f['check'] == 'success.disagrees' for f in data['findings']) and data['score'] < 1.0
+
+
+def test_an_episode_much_jerkier_than_its_peers_is_flagged() -> None:
+    from ros_robodata.quality.episode import EpisodeReport
+    from ros_robodata.quality.score import EpisodeScore, _flag_jerky
+
+    values = [-15.0, -15.5, -14.8, -15.2, -21.0, -15.1]
+    scores = {f'e{i}': EpisodeScore(f'e{i}', 'pick', 'success', EpisodeReport([], {'smoothness_ldlj': v}, 0, 1))
+              for i, v in enumerate(values)}
+    _flag_jerky(scores)
+    flagged = {i for i, s in scores.items() if any(f.check == 'motion.jerky' for f in s.extra)}
+    assert flagged == {'e4'}

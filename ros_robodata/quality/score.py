@@ -143,6 +143,7 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
             s.extra.append(Finding('consistency.outlier', WARN, '', f'moves unlike the other {s.task!r} '
                                    f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to the task '
                                    f'medoid (robust z {c.robust_z:.1f})', c.robust_z, 3.5))
+    _flag_jerky(scores)
     mix = outcome_mix({i: e.outcome for i, e in episodes.items()})
     for episode_id, s in scores.items():
         (dataset.episode_dir(episode_id) / QUALITY_FILE).write_text(json.dumps(s.to_json(), indent=1) + '\n',
@@ -158,6 +159,28 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
     tmp.write_text(json.dumps(summary, indent=1) + '\n', encoding='utf-8')
     os.replace(tmp, dataset.root / SUMMARY_FILE)
     return scores, failures, summary
+
+
+def _flag_jerky(scores: dict[str, EpisodeScore], z_limit: float = 3.5, floor: float = 1.0) -> None:
+    """Smoothness is judged against the other demonstrations of the task: log dimensionless jerk has no absolute
+    scale across robots and tasks, but an episode far rougher than its peers teaches a shaky policy."""
+    by_task: dict[str, list[tuple[str, float]]] = {}
+    for episode_id, s in scores.items():
+        value = s.report.metrics.get('smoothness_ldlj')
+        if value is not None:
+            by_task.setdefault(s.task, []).append((episode_id, float(value)))
+    for values in by_task.values():
+        if len(values) < 5:
+            continue
+        ldlj = np.array([v for _, v in values])
+        centre = float(np.median(ldlj))
+        spread = 1.4826 * float(np.median(np.abs(ldlj - centre)))
+        for episode_id, value in values:
+            z = (value - centre) / spread if spread > 0 else 0.0
+            if z < -z_limit and value < centre - floor:
+                scores[episode_id].extra.append(Finding(
+                    'motion.jerky', WARN, '', f'much jerkier than the other {scores[episode_id].task!r} demonstrations '
+                    f'(log dimensionless jerk {value:.1f} against a typical {centre:.1f})', value, centre - floor))
 
 
 def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict] | None],
