@@ -1,4 +1,5 @@
 # ros_robodata: `make demo` and `make test` set up everything they need on first use:
+#   system libraries some wheels link (libusb-1.0 for open3d), with apt when missing (tools/system_deps.sh)
 #   .venv (Python 3.11, pinned ROS 2 Jazzy wheels and every dependency, requirements.txt)
 #   the CMake path repair of those wheels, inside .venv (tools/repair_ros_wheels.py)
 #   colcon build of the interfaces into install/, and the venv hook that sees it (tools/venv_hook.py)
@@ -11,6 +12,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 COLCON_SOURCES := package.xml CMakeLists.txt $(wildcard msg/*.msg srv/*.srv scripts/* launch/* config/*)
 
+STAMP_SYSTEM := $(VENV)/.robodata-system
 STAMP_VENV := $(VENV)/.robodata-requirements
 STAMP_EDITABLE := $(VENV)/.robodata-editable
 STAMP_COLCON := install/.robodata-colcon
@@ -32,7 +34,12 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check ros_robodata test bench tools
 
-$(STAMP_VENV): requirements.txt
+# System libraries some wheels link (libusb-1.0 for open3d): apt, when missing and allowed (tools/system_deps.sh).
+$(STAMP_SYSTEM): tools/system_deps.sh
+	sh tools/system_deps.sh
+	@mkdir -p $(VENV) && touch $@
+
+$(STAMP_VENV): requirements.txt $(STAMP_SYSTEM)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -r requirements.txt
