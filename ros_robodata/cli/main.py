@@ -10,6 +10,7 @@ from ros_robodata import __version__
 from ros_robodata.cli import (
     dataset_cmds,
     demo_cmd,
+    export_cmd,
     info,
     keys_cmd,
     launch_cmd,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     segment_cmd.add_parser(sub)
     score_cmd.add_parser(sub)
     report_cmd.add_parser(sub)
+    export_cmd.add_parser(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
     return parser

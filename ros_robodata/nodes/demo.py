@@ -34,6 +34,7 @@ from ros_robodata.nodes.quality_monitor import QualityMonitorNode
 from ros_robodata.nodes.recorder import RecorderNode
 from ros_robodata.nodes.segmenter import SegmenterNode
 from ros_robodata.nodes.sim_cell import SimCellNode
+from ros_robodata.paths import config_path
 
 TASK = 'pick_place_cube'
 OPERATOR = 'scripted'
@@ -44,17 +45,8 @@ _SHOWN = ('grasp', 'lift', 'release', 'grasp_failed')
 
 
 def profile_path() -> Path:
-    """config/sim_cell.yaml: next to the package (source tree, editable install) or in share/ros_robodata."""
-    import ros_robodata
-
-    candidates = [Path(ros_robodata.__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml']
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        if prefix:
-            candidates.append(Path(prefix) / 'share' / 'ros_robodata' / 'config' / 'sim_cell.yaml')
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise RobodataError('cannot find config/sim_cell.yaml (looked next to the package and in AMENT_PREFIX_PATH)')
+    """config/sim_cell.yaml, wherever the package is installed."""
+    return config_path('sim_cell.yaml')
 
 
 def run_demo(args: argparse.Namespace, image_size: tuple[int, int]) -> int:

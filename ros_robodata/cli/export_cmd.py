@@ -1,0 +1,139 @@
+"""`robodata export frames`: camera images and LiDAR scans of episodes, with robot state, for annotation tools."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.cli.common import need, progress, resolve, stderr, stdout
+from ros_robodata.errors import RobodataError
+from ros_robodata.export.frames import FRAMES_FILE, MANIFEST_FILE, ExportOptions, export_frames, plan_export
+from ros_robodata.export.schedule import ScheduleSpec, parse_duration
+from ros_robodata.export.tasks import write_task_files
+from ros_robodata.export.taxonomy import load_taxonomy
+from ros_robodata.paths import config_path
+from ros_robodata.profile import load_profile
+from ros_robodata.segment.offline import dataset_profile
+
+SHOWN_UNMATCHED = 20
+
+
+TOOLS = ('label_studio', 'cvat', 'coco')
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser('export', help='export episodes for other tools (frames for labeling)',
+                       description='Export episodes in formats other tools read.')
+    kinds = p.add_subparsers(dest='export_kind', metavar='KIND', required=True)
+    f = kinds.add_parser(
+        'frames', help='camera images (and LiDAR scans) at set times, with the robot state, for annotation',
+        description='Take frames of the reference camera on a schedule (every frame, every Nth, one per time '
+                    'step, or around segmenter events), pair every other sensor by header stamp within a '
+                    f'tolerance, and write images/PCDs, a per-episode {FRAMES_FILE} and DIR/{MANIFEST_FILE}. '
+                    'Re-running into the same folder skips episodes already exported; an interrupted export '
+                    'resumes.')
+    f.add_argument('target', help='a dataset or an episode folder')
+    f.add_argument('--out', required=True, help='output folder (created if absent)')
+    f.add_argument('--every', help='one frame per time step, e.g. 0.5s or 500ms (default: every frame)')
+    f.add_argument('--every-n', help='every Nth frame of the reference camera')
+    f.add_argument('--around-events', help='only frames near these event kinds, e.g. grasp,release '
+                                           '(needs events.json: run `robodata segment` first)')
+    f.add_argument('--window', help='with --around-events: how far either side of an event, e.g. 1s')
+    f.add_argument('--cameras', help='comma-separated camera names from the profile (default: all)')
+    f.add_argument('--reference', help='camera whose frames define the export (default: the first camera)')
+    f.add_argument('--lidar', action='store_true', help='include LiDAR scans as binary PCD')
+    f.add_argument('--lidar-voxel', help='voxel size in metres to downsample scans, e.g. 0.02')
+    f.add_argument('--lidar-crop', help='keep points in xmin,ymin,zmin,xmax,ymax,zmax (sensor frame, metres); '
+                                        'write --lidar-crop=-1,-1,0,1,1,2 when it starts with a minus')
+    f.add_argument('--format', default='jpg', help='image format: jpg (default) or png; 16-bit mono is always png')
+    f.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
+    f.add_argument('--workers', type=int, default=1, help='episodes exported in parallel (default 1)')
+    f.add_argument('--profile', help="robot profile YAML (default: the dataset's own)")
+    f.add_argument('--tasks', default=','.join(TOOLS),
+                   help=f'task files for labeling tools: any of {",".join(TOOLS)}, or none (default: all)')
+    f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
+    f.add_argument('--no-video', action='store_true', help='no per-episode MP4 for the timeline tasks')
+    f.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> ExportOptions:
+    """The CLI's strings as checked options; RobodataError (one line, exit 1) for any bad value."""
+    every_n = None
+    if args.every_n is not None:
+        try:
+            every_n = int(args.every_n)
+        except ValueError:
+            raise RobodataError(f'--every-n: {args.every_n!r} is not a whole number') from None
+    schedule = ScheduleSpec(
+        every_ns=None if args.every is None else parse_duration(args.every, '--every'),
+        every_n=every_n,
+        around_events=tuple(_names(args.around_events)),
+        window_ns=None if args.window is None else parse_duration(args.window, '--window'))
+    return ExportOptions(
+        schedule=schedule, cameras=tuple(_names(args.cameras)), reference=args.reference, lidar=args.lidar,
+        lidar_voxel=None if args.lidar_voxel is None else _floats(args.lidar_voxel, '--lidar-voxel', 1)[0],
+        lidar_crop=None if args.lidar_crop is None else _floats(args.lidar_crop, '--lidar-crop', 6),  # type: ignore[arg-type]
+        image_format=str(args.format).lower().lstrip('.').replace('jpeg', 'jpg'),
+        tolerance_ns=parse_duration(args.tolerance, '--tolerance', allow_zero=True))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.workers < 1:
+        raise RobodataError('--workers must be at least 1')
+    options = options_from_args(args)
+    tools = () if args.tasks.strip() == 'none' else tuple(_names(args.tasks))
+    if unknown := [t for t in tools if t not in TOOLS]:
+        raise RobodataError(f'--tasks: unknown tool(s) {", ".join(unknown)} (one of {", ".join(TOOLS)}, or none)')
+    taxonomy = load_taxonomy(args.taxonomy or config_path('taxonomy.yaml')) if tools else None
+    target = need(resolve(args.target), 'dataset', 'episode')
+    assert target.dataset is not None
+    dataset = target.dataset
+    profile = load_profile(args.profile) if args.profile else dataset_profile(dataset)
+    plan_export(profile, options)  # every option checked before any file is written
+    if target.kind == 'episode':
+        assert target.episode_id is not None
+        ids = [target.episode_id]
+    else:
+        ids = [e.id for e in dataset.list() if e.status != 'discarded' and dataset.bag_files(e.id)]
+    if not ids:
+        raise RobodataError(f'{dataset.root}: no recorded episode to export')
+    workers = min(args.workers, os.cpu_count() or 1)
+    result = export_frames(dataset, profile, ids, args.out, options, workers=workers,
+                           progress=lambda items: progress(items, 'exporting', total=len(ids)))
+    unmatched = result.unmatched_frames
+    for frame in unmatched[:SHOWN_UNMATCHED]:
+        partners = ', '.join(f'{u["sensor"]} ({_offset(u["nearest_offset_ms"])})' for u in frame['unmatched'])
+        stdout.print(f'{frame["frame_id"]} t={frame["t_s"]:.3f}s: no partner within tolerance: {partners}')
+    if len(unmatched) > SHOWN_UNMATCHED:
+        stdout.print(f'... and {len(unmatched) - SHOWN_UNMATCHED} more frame(s) with unmatched sensors '
+                     f'(see "unmatched" in {MANIFEST_FILE})')
+    manifest = result.manifest
+    skipped = f', {len(result.skipped)} already current' if result.skipped else ''
+    stdout.print(f'{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
+                 f'{result.files} file(s), {len(unmatched)} frame(s) with unmatched sensors -> {result.out_dir}')
+    if taxonomy is not None and manifest['frames']:
+        written = write_task_files(manifest, Path(result.out_dir), taxonomy, tools=tools, video=not args.no_video)
+        stdout.print('task files: ' + '; '.join(f'{tool} {len(paths)} file(s)' for tool, paths in written.items()))
+    for episode_id, reason in result.failed.items():
+        stderr.print(f'robodata export: {episode_id}: {reason}')
+    return 1 if result.failed else 0
+
+
+def _names(text: str | None) -> list[str]:
+    return [] if not text else [n.strip() for n in text.split(',') if n.strip()]
+
+
+def _floats(text: str, option: str, count: int) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(','))
+    except ValueError:
+        raise RobodataError(f'{option}: {text!r} is not {count} comma-separated number(s)') from None
+    if len(values) != count:
+        raise RobodataError(f'{option}: expected {count} comma-separated number(s), got {len(values)}')
+    return values
+
+
+def _offset(value: float | None) -> str:
+    return 'no sample' if value is None else f'nearest {value:+.1f} ms'

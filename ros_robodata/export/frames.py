@@ -1,0 +1,588 @@
+"""`robodata export frames`: episodes as stop-motion sequences of camera images and LiDAR scans for labeling.
+
+Each bag is streamed once. Reference-camera frames are chosen by the schedule (schedule.py), every other
+sensor is paired to them by header stamp (sync.py), and each settled frame is written at once, so memory
+holds a few frames and a tolerance's worth of samples whatever the episode's length.
+
+Layout, all names derived from the profile's camera/LiDAR names (never from topic names):
+
+    DIR/manifest.json
+    DIR/episodes/<episode_id>/frames.json             written last: its presence means the episode is whole
+    DIR/episodes/<episode_id>/camera_<name>/<index:06d>.jpg|png
+    DIR/episodes/<episode_id>/lidar_<name>/<index:06d>.pcd
+
+Reruns are idempotent: an episode whose frames.json matches the settings and whose files match their
+checksums is skipped untouched; anything else is redone, rewriting only files whose bytes change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from ros_robodata.bag.reader import BagMessage, BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.episode import check_episode_id
+from ros_robodata.errors import BagError, RobodataError
+from ros_robodata.export.manifest import MANIFEST_FILE, build_manifest, write_json_atomic, write_manifest
+from ros_robodata.export.schedule import FrameScheduler, ScheduleSpec
+from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
+from ros_robodata.profile import LASER_SCAN, GripperSpec, Profile
+from ros_robodata.record.cdr_stamp import header_stamp_ns
+
+FRAMES_FILE = 'frames.json'
+EPISODE_FORMAT = 'ros_robodata.frames_episode/1'
+IMAGE_FORMATS = ('jpg', 'png')
+JOINT_STATES = 'joint_states'
+GRIPPER = 'gripper'
+_SENSOR_DIR = re.compile(r'^(camera|lidar)_[a-z0-9_]+$')
+_FRAME_FILE = re.compile(r'^[0-9]{6}\.(jpg|png|pcd)$')
+_PART = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*$')
+
+
+def sanitize_name(text: str) -> str:
+    """Lowercase letters, digits and '_' only: safe as a folder name on every filesystem."""
+    name = re.sub(r'[^a-z0-9_]', '_', str(text).lower()).strip('_')
+    if not name:
+        raise RobodataError(f'sensor name {text!r} has nothing usable as a file name')
+    return name
+
+
+def safe_path(root: Path, *parts: str) -> Path:
+    """root/parts..., refused unless every part is a plain name and the result resolves inside root."""
+    for part in parts:
+        if not _PART.match(part) or '..' in part:
+            raise RobodataError(f'{part!r} is not a safe file or folder name')
+    path = root.joinpath(*parts)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise RobodataError(f'{path}: resolves outside {root}')
+    return path
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What `robodata export frames` was asked for; validated against the profile by plan_export()."""
+
+    schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
+    cameras: tuple[str, ...] = ()  # profile camera names; empty: all
+    reference: str | None = None  # camera whose stamps define frames; None: the first selected
+    lidar: bool = False
+    lidar_voxel: float | None = None
+    lidar_crop: tuple[float, float, float, float, float, float] | None = None
+    image_format: str = 'jpg'
+    tolerance_ns: int = 50_000_000
+    jpeg_quality: int = 95
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """One exported stream: `name` is its folder and its key in the manifest."""
+
+    name: str
+    kind: str  # 'camera' | 'lidar' | 'joint_states' | 'gripper'
+    topic: str
+    msgtype: str
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """Options checked against the profile: the reference camera and every other sensor, in a fixed order."""
+
+    options: ExportOptions
+    reference: Sensor
+    sensors: tuple[Sensor, ...]
+    cameras: tuple[str, ...]
+    gripper: GripperSpec | None
+    dataset: str = ''
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that decides the output; an episode exported under other settings is redone."""
+        o = self.options
+        return {
+            'dataset': self.dataset,
+            'schedule': {**o.schedule.to_json(), 'cameras': list(self.cameras), 'lidar': o.lidar,
+                         'lidar_voxel': o.lidar_voxel,
+                         'lidar_crop': None if o.lidar_crop is None else list(o.lidar_crop), 'format': o.image_format},
+            'sync': {'reference': self.reference.name, 'tolerance_ms': o.tolerance_ns / 1e6},
+            'sensors': [{'name': s.name, 'topic': s.topic} for s in (self.reference, *self.sensors)],
+            'jpeg_quality': o.jpeg_quality,
+        }
+
+
+def plan_export(profile: Profile, options: ExportOptions, dataset: str = '') -> ExportPlan:
+    """Check the options against the profile; one-line RobodataError for anything that cannot work."""
+    topics = profile.topics
+    if not topics.cameras:
+        raise RobodataError(f'{profile.source}: the profile names no camera: nothing to export frames from')
+    known = [c.name for c in topics.cameras]
+    if unknown := [c for c in options.cameras if c not in known]:
+        raise RobodataError(f'--cameras: unknown camera {", ".join(map(repr, unknown))}; the profile has: '
+                            f'{", ".join(known)}')
+    chosen = [c for c in topics.cameras if not options.cameras or c.name in options.cameras]
+    reference = options.reference or chosen[0].name
+    if reference not in known:
+        raise RobodataError(f'--reference: unknown camera {reference!r}; the profile has: {", ".join(known)}')
+    if reference not in [c.name for c in chosen]:
+        raise RobodataError(f'--reference {reference!r} is not among --cameras {",".join(options.cameras)}')
+    if options.image_format not in IMAGE_FORMATS:
+        raise RobodataError(f'--format: {options.image_format!r} is not supported; use jpg or png')
+    if options.tolerance_ns < 0:
+        raise RobodataError('--tolerance must be 0 or more')
+    if not 1 <= options.jpeg_quality <= 100:
+        raise RobodataError(f'jpeg quality must be 1..100, got {options.jpeg_quality}')
+    if not options.lidar and (options.lidar_voxel is not None or options.lidar_crop is not None):
+        raise RobodataError('--lidar-voxel and --lidar-crop need --lidar')
+    if options.lidar and not topics.lidars:
+        raise RobodataError(f'--lidar: the profile {profile.source} names no LiDAR')
+    if options.lidar_voxel is not None and not (math.isfinite(options.lidar_voxel) and options.lidar_voxel > 0):
+        raise RobodataError(f'--lidar-voxel must be greater than 0, got {options.lidar_voxel}')
+    if options.lidar_crop is not None:
+        crop = options.lidar_crop
+        if len(crop) != 6 or not all(math.isfinite(v) for v in crop) or not all(crop[i] < crop[i + 3]
+                                                                                 for i in range(3)):
+            raise RobodataError('--lidar-crop needs xmin,ymin,zmin,xmax,ymax,zmax with each min below its max')
+    by_name = {c.name: c for c in chosen}
+    ref = by_name[reference]
+    ref_sensor = Sensor(f'camera_{sanitize_name(ref.name)}', 'camera', ref.topic, ref.type)
+    others = [Sensor(f'camera_{sanitize_name(c.name)}', 'camera', c.topic, c.type) for c in chosen if c is not ref]
+    if options.lidar:
+        others += [Sensor(f'lidar_{sanitize_name(s.name)}', 'lidar', s.topic, s.type) for s in topics.lidars]
+    others.append(Sensor(JOINT_STATES, JOINT_STATES, topics.joint_states.topic, topics.joint_states.type))
+    if topics.gripper is not None:
+        others.append(Sensor(GRIPPER, GRIPPER, topics.gripper.topic, topics.gripper.type))
+    names = [ref_sensor.name, *(s.name for s in others)]
+    if len(set(names)) != len(names):
+        raise RobodataError(f'sensor names collide once made file-safe: {", ".join(names)}')
+    return ExportPlan(options, ref_sensor, tuple(others), tuple(c.name for c in chosen), topics.gripper,
+                      dataset)
+
+
+# -- one episode -------------------------------------------------------------------------------------------
+
+
+def episode_is_current(episode_dir: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The episode's frames.json when it was written under these settings and every file still matches."""
+    try:
+        doc = json.loads((episode_dir / FRAMES_FILE).read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get('format') != EPISODE_FORMAT or doc.get('settings') != settings:
+        return None
+    root = episode_dir.parent.parent
+    try:
+        for frame in doc['frames']:
+            for entry in frame['sensors'].values():
+                if _sha256_of(safe_path(root, *entry['file'].split('/'))) != entry['sha256']:
+                    return None
+    except (KeyError, TypeError, AttributeError, RobodataError):
+        return None
+    return doc
+
+
+def export_episode(bag: Path, episode_id: str, out_dir: Path, plan: ExportPlan, *,
+                   events: dict[str, Any] | None = None, task: str = '', outcome: str = '') -> dict[str, Any]:
+    """Export one bag into DIR/episodes/<episode_id>/ and return (and write, last) its frames.json."""
+    check_episode_id(episode_id)
+    episode_dir = safe_path(out_dir, 'episodes', episode_id)
+    (episode_dir / FRAMES_FILE).unlink(missing_ok=True)  # from here until written again the episode is unfinished
+    episode_dir.mkdir(parents=True, exist_ok=True)
+    options = plan.options
+    if options.schedule.around_events and events is None:
+        raise RobodataError(f'{episode_id}: no events.json: run `robodata segment` first (--around-events needs it)')
+    event_list = [(str(e['kind']), int(e['t_ns'])) for e in (events or {}).get('events', [])]
+    timeline = [(str(s['name']), int(s['start_ns']), int(s['end_ns'])) for s in (events or {}).get('timeline', [])]
+    writer = _FrameWriter(out_dir, episode_dir, episode_id, plan, event_list, timeline)
+    with BagReader(bag) as reader:
+        writer.reader = reader
+        if plan.reference.topic not in reader.topics:
+            raise BagError(f'{bag}: no {plan.reference.topic} (the reference camera) in this bag')
+        present = [s for s in plan.sensors if s.topic in reader.topics]
+        writer.missing = [s.name for s in plan.sensors if s.topic not in reader.topics]
+        writer.start_ns = reader.start_ns or 0
+        by_topic: dict[str, list[Sensor]] = {}
+        for sensor in present:
+            by_topic.setdefault(sensor.topic, []).append(sensor)
+        scheduler: FrameScheduler[tuple[int, Sample]] = FrameScheduler(options.schedule, event_list)
+        sync = Synchronizer([s.name for s in present], options.tolerance_ns)
+        reference_count = 0
+        for message in reader.messages([plan.reference.topic, *by_topic]):
+            data = message.data if isinstance(message.data, bytes) else bytes(message.data)
+            stamp = header_stamp_ns(data)
+            sample = Sample(message.t_ns if stamp is None else stamp, message.t_ns,
+                            BagMessage(message.topic, message.msgtype, message.t_ns, data))
+            if message.topic == plan.reference.topic:
+                for index, chosen in scheduler.push(sample.stamp_ns, (reference_count, sample)):
+                    sync.add_frame(chosen.stamp_ns, (index, chosen))
+                sync.set_floor(scheduler.floor_ns)
+                reference_count += 1
+            for sensor in by_topic.get(message.topic, ()):
+                sync.add_sample(sensor.name, sample)
+            for frame in sync.advance(message.t_ns):
+                writer.write(frame)
+        for index, chosen in scheduler.finish():
+            sync.add_frame(chosen.stamp_ns, (index, chosen))
+        for frame in sync.finish():
+            writer.write(frame)
+    writer.remove_stale()
+    doc = {'format': EPISODE_FORMAT, 'episode_id': episode_id, 'task': task, 'outcome': outcome,
+           'settings': plan.settings(), 'start_ns': writer.start_ns, 'reference_frames': reference_count,
+           'frames': writer.frames}
+    write_json_atomic(episode_dir / FRAMES_FILE, doc)
+    return doc
+
+
+class _FrameWriter:
+    """Turns settled frames into files and manifest entries."""
+
+    def __init__(self, out_dir: Path, episode_dir: Path, episode_id: str, plan: ExportPlan,
+                 events: list[tuple[str, int]], timeline: list[tuple[str, int, int]]) -> None:
+        self.out_dir, self.episode_dir, self.episode_id, self.plan = out_dir, episode_dir, episode_id, plan
+        self.events, self.timeline = events, timeline
+        self.sensors = {s.name: s for s in (plan.reference, *plan.sensors)}
+        self.reader: BagReader | None = None
+        self.missing: list[str] = []
+        self.start_ns = 0
+        self.frames: list[dict[str, Any]] = []
+        self.written: set[Path] = set()
+
+    def write(self, frame: Frame) -> None:
+        index = len(self.frames)
+        source_index, reference = frame.payload
+        sensors = {self.plan.reference.name: self._file(self.plan.reference, reference, index, 0)}
+        unmatched = []
+        joint_state = gripper = None
+        tolerance = self.plan.options.tolerance_ns
+        matches = [*frame.matches.values(), *(Match(name, None, None) for name in self.missing)]
+        for match in sorted(matches, key=lambda m: self._order(m.sensor)):
+            if match.sample is None or match.offset_ns is None:
+                offset = None if match.offset_ns is None else _ms(match.offset_ns)
+                unmatched.append({'sensor': match.sensor, 'nearest_offset_ms': offset})
+                continue
+            sensor = self.sensors[match.sensor]
+            if sensor.kind == JOINT_STATES:
+                joint_state = self._joint_state(match)
+            elif sensor.kind == GRIPPER:
+                gripper = self._gripper(match)
+            else:
+                sensors[sensor.name] = self._file(sensor, match.sample, index, match.offset_ns)
+        active = [name for name, start, end in self.timeline if start <= frame.stamp_ns <= end]
+        active += [kind for kind, t in sorted(self.events, key=lambda e: e[1]) if abs(t - frame.stamp_ns) <= tolerance]
+        self.frames.append({
+            'frame_id': f'{self.episode_id}/{index:06d}', 'episode_id': self.episode_id, 'index': index,
+            'source_index': source_index, 't_ns': frame.stamp_ns,
+            't_s': round((frame.stamp_ns - self.start_ns) / 1e9, 6), 'sensors': sensors, 'unmatched': unmatched,
+            'joint_state': joint_state, 'gripper': gripper, 'events_active': list(dict.fromkeys(active)),
+        })
+
+    def _order(self, name: str) -> int:
+        names = [s.name for s in self.plan.sensors]
+        return names.index(name) if name in names else len(names)
+
+    def _file(self, sensor: Sensor, sample: Sample, index: int, offset_ns: int) -> dict[str, Any]:
+        assert self.reader is not None
+        message = self.reader.decode(sample.payload)
+        folder = safe_path(self.episode_dir, sensor.name)
+        folder.mkdir(exist_ok=True)
+        entry: dict[str, Any] = {'topic': sensor.topic, 'stamp_ns': sample.stamp_ns, 'offset_ms': _ms(offset_ns)}
+        if sensor.kind == 'camera':
+            data, ext, info = encode_frame_image(message, self.plan.options.image_format,
+                                                 self.plan.options.jpeg_quality)
+            path = safe_path(folder, f'{index:06d}.{ext}')
+            digest = _put_bytes(path, data)
+        else:
+            points, fields, source = cloud_points(message, sensor.msgtype, self.plan.options)
+            path = safe_path(folder, f'{index:06d}.pcd')
+            digest = write_pcd(path, points)
+            info = {'points': int(points.shape[0]), 'source_points': source, 'fields': fields}
+        self.written.add(path)
+        entry.update({'file': path.relative_to(self.out_dir).as_posix(), 'sha256': digest, **info})
+        return entry
+
+    def _joint_state(self, match: Match) -> dict[str, Any]:
+        from ros_robodata.segment.cdr import joint_state_from_cdr
+
+        assert match.sample is not None and match.offset_ns is not None
+        parsed = joint_state_from_cdr(match.sample.payload.data)
+        if parsed is None:
+            assert self.reader is not None
+            msg = self.reader.decode(match.sample.payload)
+            names, position = [str(n) for n in msg.name], [float(v) for v in msg.position]
+        else:
+            _, names, position = parsed
+        return {'names': names, 'position': [_num(v) for v in position], 'stamp_ns': match.sample.stamp_ns,
+                'offset_ms': _ms(match.offset_ns)}
+
+    def _gripper(self, match: Match) -> dict[str, Any] | None:
+        from ros_robodata.segment.cdr import gripper_from_cdr
+
+        spec = self.plan.gripper
+        assert spec is not None and match.sample is not None and match.offset_ns is not None
+        reading = gripper_from_cdr(match.sample.payload.data, spec.joint)
+        if reading is False:
+            return None  # this message does not carry the finger joint
+        if reading is None:
+            assert self.reader is not None
+            msg = self.reader.decode(match.sample.payload)
+            names = [str(n) for n in msg.name]
+            if spec.joint not in names or names.index(spec.joint) >= len(msg.position):
+                return None
+            position = float(msg.position[names.index(spec.joint)])
+        else:
+            position = reading.position
+        stroke = spec.open_position - spec.closed_position
+        opening = None if not math.isfinite(position) else min(1.0, max(0.0, (position - spec.closed_position)
+                                                                            / stroke))
+        return {'position': _num(position), 'opening': None if opening is None else round(opening, 4),
+                'stamp_ns': match.sample.stamp_ns, 'offset_ms': _ms(match.offset_ns)}
+
+    def remove_stale(self) -> None:
+        """Files of an earlier export (other settings, more frames) that this one did not write."""
+        if not self.episode_dir.is_dir():
+            return
+        for folder in sorted(self.episode_dir.iterdir()):
+            if not folder.is_dir() or not _SENSOR_DIR.match(folder.name):
+                continue
+            for path in sorted(folder.iterdir()):
+                stale = _FRAME_FILE.match(path.name) and path not in self.written
+                if stale or path.name.endswith('.partial'):
+                    path.unlink()
+
+
+# -- files --------------------------------------------------------------------------------------------------
+
+
+def encode_frame_image(msg: Any, image_format: str, jpeg_quality: int = 95) -> tuple[bytes, str, dict[str, Any]]:
+    """(file bytes, extension, width/height/encoding) of an Image or CompressedImage.
+
+    Colour is written as colour, mono8 as grey; 16-bit mono (depth, thermal) always as 16-bit PNG, since
+    JPEG would throw away its values; float images (32FC1 depth) are stretched onto 8 bits.
+    """
+    from ros_robodata.bag.image import decode_image
+
+    encoding = str(getattr(msg, 'encoding', '') or getattr(msg, 'format', ''))
+    native = decode_image(msg, 'native')
+    if native.ndim == 3 and native.shape[2] == 1:
+        native = native[:, :, 0]
+    if native.ndim == 2 and native.dtype == np.uint16:
+        pixels, ext = native, 'png'
+    elif native.ndim == 2 and native.dtype == np.uint8:
+        pixels, ext = native, image_format
+    else:
+        pixels, ext = decode_image(msg, 'bgr'), image_format  # OpenCV writes BGR
+    params = [cv2.IMWRITE_JPEG_QUALITY, int(jpeg_quality)] if ext == 'jpg' else [cv2.IMWRITE_PNG_COMPRESSION, 3]
+    ok, encoded = cv2.imencode(f'.{ext}', np.ascontiguousarray(pixels), params)
+    if not ok:
+        raise BagError(f'image: OpenCV cannot encode {pixels.dtype} {pixels.shape} as {ext}')
+    height, width = pixels.shape[:2]
+    return encoded.tobytes(), ext, {'width': int(width), 'height': int(height), 'encoding': encoding}
+
+
+def cloud_points(msg: Any, msgtype: str, options: ExportOptions) -> tuple[np.ndarray, list[str], int]:
+    """(structured points to write, their field names, the source's point count); crop then voxel, if asked."""
+    from ros_robodata.bag.pointcloud import pointcloud_to_numpy
+
+    points = laser_scan_points(msg) if msgtype == LASER_SCAN else pointcloud_to_numpy(msg)
+    names = list(points.dtype.names or ())
+    if not all(axis in names for axis in ('x', 'y', 'z')):
+        raise BagError(f'pointcloud: no x/y/z fields (it has {", ".join(names)})')
+    source = int(points.shape[0])
+    # subarray fields (count > 1) have no single PCD column
+    scalar = [n for n in names if points.dtype.fields[n][0].subdtype is None]
+    points = points[scalar]
+    if options.lidar_crop is not None:
+        lo, hi = options.lidar_crop[:3], options.lidar_crop[3:]
+        keep = np.ones(points.shape[0], bool)
+        for axis, low, high in zip(('x', 'y', 'z'), lo, hi, strict=True):
+            keep &= (points[axis] >= low) & (points[axis] <= high)
+        points = points[keep]
+    if options.lidar_voxel is not None:
+        points = _voxel_down(points, options.lidar_voxel)
+    return points, scalar, source
+
+
+def laser_scan_points(msg: Any) -> np.ndarray:
+    """A LaserScan as points in its own frame (z = 0), every beam kept (out-of-range ones as NaN)."""
+    ranges = np.asarray(msg.ranges, dtype=np.float32)
+    angles = float(msg.angle_min) + np.arange(ranges.size) * float(msg.angle_increment)
+    valid = np.isfinite(ranges) & (ranges >= float(msg.range_min)) & (ranges <= float(msg.range_max))
+    r = np.where(valid, ranges, np.nan).astype(np.float32)
+    out = np.zeros(ranges.size, [('x', 'f4'), ('y', 'f4'), ('z', 'f4'), ('intensity', 'f4')])
+    out['x'], out['y'] = r * np.cos(angles), r * np.sin(angles)
+    intensities = np.asarray(msg.intensities, dtype=np.float32)
+    if intensities.size == ranges.size:
+        out['intensity'] = intensities
+    return out
+
+
+def _voxel_down(points: np.ndarray, voxel: float) -> np.ndarray:
+    """One point per occupied voxel, every field averaged (as open3d's voxel_down_sample, but deterministic)."""
+    xyz = np.stack([points[a].astype(np.float64) for a in ('x', 'y', 'z')], axis=1)
+    finite = np.isfinite(xyz).all(axis=1)
+    points, xyz = points[finite], xyz[finite]
+    if points.shape[0] == 0:
+        return points
+    keys = np.floor(xyz / voxel).astype(np.int64)
+    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    out = np.zeros(counts.shape[0], points.dtype)
+    for name in points.dtype.names or ():
+        sums = np.zeros(counts.shape[0], np.float64)
+        np.add.at(sums, inverse, points[name].astype(np.float64))
+        mean = sums / counts
+        out[name] = np.rint(mean) if points.dtype.fields[name][0].kind in 'iu' else mean
+    return out
+
+
+def write_pcd(path: Path, points: np.ndarray) -> str:
+    """Binary PCD with open3d's tensor API, every scalar field kept as its own column; returns its sha256."""
+    import open3d as o3d
+
+    cloud = o3d.t.geometry.PointCloud()
+    xyz = np.stack([points[a] for a in ('x', 'y', 'z')], axis=1)
+    cloud.point.positions = o3d.core.Tensor(np.ascontiguousarray(xyz, dtype=np.float64 if xyz.dtype == np.float64
+                                                                 else np.float32))
+    for name in points.dtype.names or ():
+        if name in ('x', 'y', 'z'):
+            continue
+        column = points[name]
+        if column.dtype == np.int8:
+            column = column.astype(np.int16)  # open3d's PCD writer has no signed 8-bit column
+        cloud.point[name] = o3d.core.Tensor(np.ascontiguousarray(column.reshape(-1, 1)))
+    tmp = path.with_name(path.stem + '.partial.pcd')  # open3d picks the format by the extension
+    if not o3d.t.io.write_point_cloud(str(tmp), cloud, write_ascii=False):
+        tmp.unlink(missing_ok=True)
+        raise BagError(f'{path}: open3d could not write the point cloud')
+    data = tmp.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if path.is_file() and _sha256_of(path) == digest:
+        tmp.unlink()
+    else:
+        os.replace(tmp, path)
+    return digest
+
+
+def _put_bytes(path: Path, data: bytes) -> str:
+    """Write unless the file already holds exactly these bytes (a rerun leaves it and its mtime alone)."""
+    digest = hashlib.sha256(data).hexdigest()
+    if path.is_file() and _sha256_of(path) == digest:
+        return digest
+    tmp = path.with_name(path.name + '.partial')
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return digest
+
+
+def _sha256_of(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _ms(ns: int) -> float:
+    return round(ns / 1e6, 3)
+
+
+def _num(value: float) -> float | None:
+    return None if not math.isfinite(value) else float(value)
+
+
+# -- a dataset ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportResult:
+    """What one run did; `manifest` is what DIR/manifest.json now holds."""
+
+    out_dir: Path
+    manifest: dict[str, Any]
+    exported: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def files(self) -> int:
+        return sum(len(f['sensors']) for f in self.manifest['frames'])
+
+    @property
+    def unmatched_frames(self) -> list[dict[str, Any]]:
+        return [f for f in self.manifest['frames'] if f['unmatched']]
+
+
+def _export_job(job: tuple[str, str, str, str, ExportPlan, str, str]) -> tuple[str, dict[str, Any] | str, bool]:
+    """Worker: (episode_id, frames.json document or a one-line failure, skipped because already current)."""
+    episode_id, bag, events_path, out_dir, plan, task, outcome = job
+    try:
+        episode_dir = safe_path(Path(out_dir), 'episodes', check_episode_id(episode_id))
+        current = episode_is_current(episode_dir, plan.settings())
+        if current is not None:
+            return episode_id, current, True
+        events = None
+        if Path(events_path).is_file():
+            events = json.loads(Path(events_path).read_text(encoding='utf-8'))
+        doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task, outcome=outcome)
+        return episode_id, doc, False
+    except (RobodataError, OSError, ValueError, cv2.error) as err:
+        return episode_id, ' '.join(str(err).split()) or type(err).__name__, False
+
+
+def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], out_dir: str | Path,
+                  options: ExportOptions, *, workers: int = 1,
+                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
+    """Export the episodes (in `workers` processes), then merge every current frames.json into manifest.json."""
+    from ros_robodata.segment.offline import EVENTS_FILE
+
+    out = Path(out_dir)
+    plan = replace(plan_export(profile, options), dataset=dataset.name)
+    for episode_id in episode_ids:
+        check_episode_id(episode_id)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'episodes').mkdir(exist_ok=True)
+    metas = {i: dataset.episode(i) for i in episode_ids}
+    jobs = [(i, str(dataset.bag_dir(i)), str(dataset.episode_dir(i) / EVENTS_FILE), str(out), plan,
+             metas[i].task, metas[i].outcome) for i in episode_ids]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            results: Iterable[Any] = pool.map(_export_job, jobs)
+            collected = list(progress(results) if progress else results)
+    else:
+        collected = [_export_job(job) for job in (progress(jobs) if progress else jobs)]
+    result = ExportResult(out, {})
+    docs: dict[str, dict[str, Any]] = {}
+    for episode_id, doc, skipped in collected:
+        if isinstance(doc, str):
+            result.failed[episode_id] = doc
+            continue
+        (result.skipped if skipped else result.exported).append(episode_id)
+        docs[episode_id] = {**doc, 'task': metas[episode_id].task, 'outcome': metas[episode_id].outcome}
+    # episodes exported into DIR by earlier runs under the same settings belong to the manifest too
+    settings = plan.settings()
+    for folder in sorted((out / 'episodes').iterdir()):
+        if folder.name in docs or folder.name in result.failed or not folder.is_dir():
+            continue
+        try:
+            check_episode_id(folder.name)
+        except RobodataError:
+            continue
+        earlier = episode_is_current(folder, settings)
+        if earlier is not None:
+            docs[folder.name] = earlier
+    result.manifest = build_manifest(dataset.name, settings, list(docs.values()))
+    write_manifest(out, result.manifest)
+    return result
+
+
+__all__ = ['FRAMES_FILE', 'MANIFEST_FILE', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor',
+           'encode_frame_image', 'episode_is_current', 'export_episode', 'export_frames', 'plan_export',
+           'safe_path', 'sanitize_name', 'write_pcd']
