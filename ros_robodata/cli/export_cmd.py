@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,34 @@ def add_parser(sub: Any) -> None:
     f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
     f.add_argument('--no-video', action='store_true', help='no per-episode MP4 for the timeline tasks')
     f.set_defaults(func=run)
+    live = kinds.add_parser(
+        'live', help='run the frame_exporter node: frames written during each episode of a running session',
+        description='Run the frame_exporter node (what launch/frames.launch.xml starts): at each episode the '
+                    'recorder starts, frames are exported into OUT as `robodata export frames` would, and the '
+                    'manifest is refreshed at its stop; a discarded episode is deleted.')
+    live.add_argument('--profile', required=True, help='robot profile YAML')
+    live.add_argument('--out', required=True, help='output folder (created if absent)')
+    live.add_argument('--every', default='0.5s', help='one frame per time step (default 0.5s)')
+    live.add_argument('--every-n', type=int, default=0, help='every Nth reference frame instead')
+    live.add_argument('--cameras', default='', help='comma-separated camera names (default: all)')
+    live.add_argument('--lidar', action='store_true', help='include LiDAR scans as binary PCD')
+    live.add_argument('--format', default='jpg', help='jpg (default) or png')
+    live.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
+    live.set_defaults(func=run_live)
+
+
+def run_live(args: argparse.Namespace) -> int:
+    try:
+        from ros_robodata.nodes.frame_exporter import main
+    except ImportError as err:
+        raise RobodataError(f'live export needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
+    params = {'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
+              'every_n': str(args.every_n), 'cameras': args.cameras, 'lidar': 'true' if args.lidar else 'false',
+              'format': args.format, 'tolerance': args.tolerance}
+    ros_args = ['robodata', '--ros-args']
+    for name, value in params.items():
+        ros_args += ['-p', f'{name}:={json.dumps(value) if name not in ("every_n", "lidar") else value}']
+    return main(ros_args)
 
 
 def options_from_args(args: argparse.Namespace) -> ExportOptions:

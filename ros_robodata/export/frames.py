@@ -32,6 +32,7 @@ import cv2
 import numpy as np
 
 from ros_robodata.bag.reader import BagMessage, BagReader
+from ros_robodata.bag.types import typestore
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.errors import BagError, RobodataError
@@ -193,64 +194,99 @@ def episode_is_current(episode_dir: Path, settings: dict[str, Any]) -> dict[str,
 def export_episode(bag: Path, episode_id: str, out_dir: Path, plan: ExportPlan, *,
                    events: dict[str, Any] | None = None, task: str = '', outcome: str = '') -> dict[str, Any]:
     """Export one bag into DIR/episodes/<episode_id>/ and return (and write, last) its frames.json."""
-    check_episode_id(episode_id)
-    episode_dir = safe_path(out_dir, 'episodes', episode_id)
-    (episode_dir / FRAMES_FILE).unlink(missing_ok=True)  # from here until written again the episode is unfinished
-    episode_dir.mkdir(parents=True, exist_ok=True)
-    options = plan.options
-    if options.schedule.around_events and events is None:
-        raise RobodataError(f'{episode_id}: no events.json: run `robodata segment` first (--around-events needs it)')
-    event_list = [(str(e['kind']), int(e['t_ns'])) for e in (events or {}).get('events', [])]
-    timeline = [(str(s['name']), int(s['start_ns']), int(s['end_ns'])) for s in (events or {}).get('timeline', [])]
-    writer = _FrameWriter(out_dir, episode_dir, episode_id, plan, event_list, timeline)
     with BagReader(bag) as reader:
-        writer.reader = reader
         if plan.reference.topic not in reader.topics:
             raise BagError(f'{bag}: no {plan.reference.topic} (the reference camera) in this bag')
-        present = [s for s in plan.sensors if s.topic in reader.topics]
-        writer.missing = [s.name for s in plan.sensors if s.topic not in reader.topics]
-        writer.start_ns = reader.start_ns or 0
-        by_topic: dict[str, list[Sensor]] = {}
-        for sensor in present:
-            by_topic.setdefault(sensor.topic, []).append(sensor)
-        scheduler: FrameScheduler[tuple[int, Sample]] = FrameScheduler(options.schedule, event_list)
-        sync = Synchronizer([s.name for s in present], options.tolerance_ns)
-        reference_count = 0
-        for message in reader.messages([plan.reference.topic, *by_topic]):
-            data = message.data if isinstance(message.data, bytes) else bytes(message.data)
-            stamp = header_stamp_ns(data)
-            sample = Sample(message.t_ns if stamp is None else stamp, message.t_ns,
-                            BagMessage(message.topic, message.msgtype, message.t_ns, data))
-            if message.topic == plan.reference.topic:
-                for index, chosen in scheduler.push(sample.stamp_ns, (reference_count, sample)):
-                    sync.add_frame(chosen.stamp_ns, (index, chosen))
-                sync.set_floor(scheduler.floor_ns)
-                reference_count += 1
-            for sensor in by_topic.get(message.topic, ()):
-                sync.add_sample(sensor.name, sample)
-            for frame in sync.advance(message.t_ns):
-                writer.write(frame)
-        for index, chosen in scheduler.finish():
-            sync.add_frame(chosen.stamp_ns, (index, chosen))
-        for frame in sync.finish():
-            writer.write(frame)
-    writer.remove_stale()
-    doc = {'format': EPISODE_FORMAT, 'episode_id': episode_id, 'task': task, 'outcome': outcome,
-           'settings': plan.settings(), 'start_ns': writer.start_ns, 'reference_frames': reference_count,
-           'frames': writer.frames}
-    write_json_atomic(episode_dir / FRAMES_FILE, doc)
-    return doc
+        export = EpisodeExport(episode_id, out_dir, plan, present=set(reader.topics), events=events, task=task,
+                               outcome=outcome, start_ns=reader.start_ns or 0, decode=reader.decode)
+        for message in reader.messages(export.topics):
+            export.add(message.topic, message.msgtype, message.t_ns, message.data)
+        return export.finish()
+
+
+class EpisodeExport:
+    """One episode's export fed message by message (from a bag, or live from a running session): frames are
+    written as soon as their pairing is settled; finish() writes frames.json last."""
+
+    def __init__(self, episode_id: str, out_dir: Path, plan: ExportPlan, *, present: set[str] | None = None,
+                 events: dict[str, Any] | None = None, task: str = '', outcome: str = '', start_ns: int = 0,
+                 decode: Callable[[BagMessage], Any] | None = None) -> None:
+        check_episode_id(episode_id)
+        self.episode_id, self.plan, self.task, self.outcome = episode_id, plan, task, outcome
+        self.episode_dir = safe_path(out_dir, 'episodes', episode_id)
+        (self.episode_dir / FRAMES_FILE).unlink(missing_ok=True)  # until written again the episode is unfinished
+        self.episode_dir.mkdir(parents=True, exist_ok=True)
+        options = plan.options
+        if options.schedule.around_events and events is None:
+            raise RobodataError(f'{episode_id}: no events.json: run `robodata segment` first (--around-events '
+                                'needs it)')
+        event_list = [(str(e['kind']), int(e['t_ns'])) for e in (events or {}).get('events', [])]
+        timeline = [(str(s['name']), int(s['start_ns']), int(s['end_ns'])) for s in (events or {}).get('timeline', [])]
+        self._writer = _FrameWriter(out_dir, self.episode_dir, episode_id, plan, event_list, timeline,
+                                    decode or _decode)
+        available = present if present is not None else {s.topic for s in (plan.reference, *plan.sensors)}
+        sensors = [s for s in plan.sensors if s.topic in available]
+        self._writer.missing = [s.name for s in plan.sensors if s.topic not in available]
+        self._writer.start_ns = start_ns
+        self._by_topic: dict[str, list[Sensor]] = {}
+        for sensor in sensors:
+            self._by_topic.setdefault(sensor.topic, []).append(sensor)
+        self.topics = list(dict.fromkeys([plan.reference.topic, *self._by_topic]))
+        self._scheduler: FrameScheduler[tuple[int, Sample]] = FrameScheduler(options.schedule, event_list)
+        self._sync = Synchronizer([s.name for s in sensors], options.tolerance_ns)
+        self.reference_frames = 0
+
+    def add(self, topic: str, msgtype: str, t_ns: int, data: bytes | memoryview) -> int:
+        """One message (CDR bytes, receive time t_ns); returns how many frames this settled and wrote."""
+        raw = data if isinstance(data, bytes) else bytes(data)
+        stamp = header_stamp_ns(raw)
+        sample = Sample(t_ns if stamp is None else stamp, t_ns, BagMessage(topic, msgtype, t_ns, raw))
+        if not self._writer.start_ns:
+            self._writer.start_ns = t_ns
+        if topic == self.plan.reference.topic:
+            for index, chosen in self._scheduler.push(sample.stamp_ns, (self.reference_frames, sample)):
+                self._sync.add_frame(chosen.stamp_ns, (index, chosen))
+            self._sync.set_floor(self._scheduler.floor_ns)
+            self.reference_frames += 1
+        for sensor in self._by_topic.get(topic, ()):
+            self._sync.add_sample(sensor.name, sample)
+        frames = self._sync.advance(t_ns)
+        for frame in frames:
+            self._writer.write(frame)
+        return len(frames)
+
+    @property
+    def frames(self) -> list[dict[str, Any]]:
+        return self._writer.frames
+
+    def finish(self) -> dict[str, Any]:
+        """The remaining frames, stale files removed, then frames.json (written last)."""
+        for index, chosen in self._scheduler.finish():
+            self._sync.add_frame(chosen.stamp_ns, (index, chosen))
+        for frame in self._sync.finish():
+            self._writer.write(frame)
+        self._writer.remove_stale()
+        doc = {'format': EPISODE_FORMAT, 'episode_id': self.episode_id, 'task': self.task, 'outcome': self.outcome,
+               'settings': self.plan.settings(), 'start_ns': self._writer.start_ns,
+               'reference_frames': self.reference_frames, 'frames': self._writer.frames}
+        write_json_atomic(self.episode_dir / FRAMES_FILE, doc)
+        return doc
+
+
+def _decode(message: BagMessage) -> Any:
+    return typestore().deserialize_cdr(message.data, message.msgtype)
 
 
 class _FrameWriter:
     """Turns settled frames into files and manifest entries."""
 
     def __init__(self, out_dir: Path, episode_dir: Path, episode_id: str, plan: ExportPlan,
-                 events: list[tuple[str, int]], timeline: list[tuple[str, int, int]]) -> None:
+                 events: list[tuple[str, int]], timeline: list[tuple[str, int, int]],
+                 decode: Callable[[BagMessage], Any]) -> None:
         self.out_dir, self.episode_dir, self.episode_id, self.plan = out_dir, episode_dir, episode_id, plan
         self.events, self.timeline = events, timeline
         self.sensors = {s.name: s for s in (plan.reference, *plan.sensors)}
-        self.reader: BagReader | None = None
+        self.decode = decode
         self.missing: list[str] = []
         self.start_ns = 0
         self.frames: list[dict[str, Any]] = []
@@ -290,8 +326,7 @@ class _FrameWriter:
         return names.index(name) if name in names else len(names)
 
     def _file(self, sensor: Sensor, sample: Sample, index: int, offset_ns: int) -> dict[str, Any]:
-        assert self.reader is not None
-        message = self.reader.decode(sample.payload)
+        message = self.decode(sample.payload)
         folder = safe_path(self.episode_dir, sensor.name)
         folder.mkdir(exist_ok=True)
         entry: dict[str, Any] = {'topic': sensor.topic, 'stamp_ns': sample.stamp_ns, 'offset_ms': _ms(offset_ns)}
@@ -315,8 +350,7 @@ class _FrameWriter:
         assert match.sample is not None and match.offset_ns is not None
         parsed = joint_state_from_cdr(match.sample.payload.data)
         if parsed is None:
-            assert self.reader is not None
-            msg = self.reader.decode(match.sample.payload)
+            msg = self.decode(match.sample.payload)
             names, position = [str(n) for n in msg.name], [float(v) for v in msg.position]
         else:
             _, names, position = parsed
@@ -332,8 +366,7 @@ class _FrameWriter:
         if reading is False:
             return None  # this message does not carry the finger joint
         if reading is None:
-            assert self.reader is not None
-            msg = self.reader.decode(match.sample.payload)
+            msg = self.decode(match.sample.payload)
             names = [str(n) for n in msg.name]
             if spec.joint not in names or names.index(spec.joint) >= len(msg.position):
                 return None
@@ -566,10 +599,16 @@ def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], ou
             continue
         (result.skipped if skipped else result.exported).append(episode_id)
         docs[episode_id] = {**doc, 'task': metas[episode_id].task, 'outcome': metas[episode_id].outcome}
-    # episodes exported into DIR by earlier runs under the same settings belong to the manifest too
-    settings = plan.settings()
-    for folder in sorted((out / 'episodes').iterdir()):
-        if folder.name in docs or folder.name in result.failed or not folder.is_dir():
+    result.manifest = refresh_manifest(out, dataset.name, plan.settings(), docs, skip=set(result.failed))
+    return result
+
+
+def refresh_manifest(out: Path, dataset: str, settings: dict[str, Any], docs: dict[str, dict[str, Any]] | None = None,
+                     *, skip: set[str] | None = None) -> dict[str, Any]:
+    """manifest.json from `docs` plus every episode exported into DIR earlier under the same settings."""
+    docs = dict(docs or {})
+    for folder in sorted((out / 'episodes').iterdir()) if (out / 'episodes').is_dir() else []:
+        if folder.name in docs or folder.name in (skip or set()) or not folder.is_dir():
             continue
         try:
             check_episode_id(folder.name)
@@ -578,11 +617,11 @@ def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], ou
         earlier = episode_is_current(folder, settings)
         if earlier is not None:
             docs[folder.name] = earlier
-    result.manifest = build_manifest(dataset.name, settings, list(docs.values()))
-    write_manifest(out, result.manifest)
-    return result
+    manifest = build_manifest(dataset, settings, list(docs.values()))
+    write_manifest(out, manifest)
+    return manifest
 
 
-__all__ = ['FRAMES_FILE', 'MANIFEST_FILE', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor',
+__all__ = ['FRAMES_FILE', 'MANIFEST_FILE', 'EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor',
            'encode_frame_image', 'episode_is_current', 'export_episode', 'export_frames', 'plan_export',
-           'safe_path', 'sanitize_name', 'write_pcd']
+           'refresh_manifest', 'safe_path', 'sanitize_name', 'write_pcd']
