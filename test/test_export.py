@@ -318,3 +318,62 @@ def test_mono16_is_written_as_16_bit_png() -> None:
     data, ext, info = encode_frame_image(bgr, 'png')
     back = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     assert ext == 'png' and back[0, 0].tolist() == [30, 20, 10]  # RGB in the message, BGR on disk
+
+
+def test_compressed_mono16_and_bgr_cameras_export_with_their_sizes(tmp_path: Path) -> None:
+    """A rig whose cameras publish CompressedImage (JPEG), 16-bit depth and bgr8: every frame decodes and is
+    written with the source size (depth as 16-bit PNG, keeping its values)."""
+    import yaml
+
+    from ros_robodata.bag.image import encode_compressed, encode_image
+    from ros_robodata.bag.types import typestore
+    from ros_robodata.bag.writer import BagWriter
+    from ros_robodata.cli.main import main
+    from ros_robodata.dataset import Dataset
+    from ros_robodata.dataset.episode import Episode
+
+    profile_data = yaml.safe_load(Path('config/sim_cell.yaml').read_text())
+    profile_data['topics']['cameras'] = [
+        {'name': 'jpeg', 'topic': '/cam/jpeg/compressed', 'type': 'sensor_msgs/msg/CompressedImage', 'rate_hz': 10},
+        {'name': 'depth', 'topic': '/cam/depth', 'type': 'sensor_msgs/msg/Image', 'rate_hz': 10},
+        {'name': 'bgr', 'topic': '/cam/bgr', 'type': 'sensor_msgs/msg/Image', 'rate_hz': 10}]
+    profile_data['topics']['lidars'] = []
+    profile_path = tmp_path / 'rig.yaml'
+    profile_path.write_text(yaml.safe_dump(profile_data))
+    store = typestore()
+    types = store.types
+
+    def header(ns: int) -> Any:
+        return types['std_msgs/msg/Header'](stamp=types['builtin_interfaces/msg/Time'](sec=ns // 10**9,
+                                                                                     nanosec=ns % 10**9),
+                                            frame_id='cam')
+
+    rng = np.random.default_rng(0)
+    dataset = Dataset.create(tmp_path / 'ds')
+    with BagWriter(dataset.bag_dir('20260101-130000')) as bag:
+        bag.add_topic('/cam/jpeg/compressed', 'sensor_msgs/msg/CompressedImage')
+        bag.add_topic('/cam/depth', 'sensor_msgs/msg/Image')
+        bag.add_topic('/cam/bgr', 'sensor_msgs/msg/Image')
+        for i in range(20):  # 2 s at 10 Hz
+            ns = 1_700_000_000_000_000_000 + i * 100_000_000
+            rgb = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+            depth = rng.integers(0, 5000, (30, 40), dtype=np.uint16)
+            bag.write_message('/cam/jpeg/compressed', ns, types['sensor_msgs/msg/CompressedImage'](
+                header=header(ns), **encode_compressed(rgb, 'jpeg')))
+            bag.write_message('/cam/depth', ns, types['sensor_msgs/msg/Image'](
+                header=header(ns), **encode_image(depth, '16UC1')))
+            bag.write_message('/cam/bgr', ns, types['sensor_msgs/msg/Image'](
+                header=header(ns), **encode_image(rgb[:, :, ::-1].copy(), 'bgr8')))
+    dataset.add_episode(Episode(id='20260101-130000', task='pick', status='complete'))
+    out = tmp_path / 'frames'
+    assert main(['export', 'frames', str(dataset.root), '--out', str(out), '--profile', str(profile_path),
+                 '--every', '0.5s', '--tasks', 'none']) == 0
+    manifest = json.loads((out / 'manifest.json').read_text())
+    assert len(manifest['frames']) == 4  # 0, 0.5, 1.0, 1.5 s
+    for frame in manifest['frames']:
+        sensors = frame['sensors']
+        assert cv2.imread(str(out / sensors['camera_jpeg']['file'])).shape == (48, 64, 3)
+        assert cv2.imread(str(out / sensors['camera_bgr']['file'])).shape == (48, 64, 3)
+        depth = cv2.imread(str(out / sensors['camera_depth']['file']), cv2.IMREAD_UNCHANGED)
+        assert sensors['camera_depth']['file'].endswith('.png') and depth.dtype == np.uint16
+        assert depth.shape == (30, 40) and depth.max() > 255
