@@ -131,6 +131,21 @@ def test_every_file_opens_with_the_source_size(every_half_second: Path, source: 
                 assert 'intensity' in cloud.point and cloud.point.intensity.shape == (count, 1)
 
 
+def test_a_scan_shared_by_several_frames_is_written_once(dataset: Any, tmp_path: Path) -> None:
+    """At 30 Hz frames and a 10 Hz LiDAR, each scan pairs with about three frames: one PCD, shared."""
+    assert export(dataset, tmp_path, '--every-n', '1', '--lidar', '--tasks', 'none') == 0
+    manifest = manifest_of(tmp_path)
+    scans = [(f['episode_id'], f['sensors']['lidar_scene']) for f in manifest['frames']
+             if 'lidar_scene' in f['sensors']]
+    by_stamp: dict[tuple[str, int], set[str]] = {}
+    for episode_id, scan in scans:
+        by_stamp.setdefault((episode_id, scan['stamp_ns']), set()).add(scan['file'])
+    assert all(len(files) == 1 for files in by_stamp.values())  # one file per scan
+    assert len(scans) > 2 * len(by_stamp)  # and frames do share them
+    on_disk = list((tmp_path / 'episodes').glob('*/lidar_scene/*.pcd'))
+    assert len(on_disk) == len(by_stamp)
+
+
 def test_every_nth_frame(dataset: Any, source: dict[str, Any], tmp_path: Path) -> None:
     assert export(dataset, tmp_path, '--every-n', '10', '--cameras', 'scene', '--format', 'png', '--workers', '2') == 0
     manifest = manifest_of(tmp_path)

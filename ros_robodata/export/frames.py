@@ -291,6 +291,7 @@ class _FrameWriter:
         self.start_ns = 0
         self.frames: list[dict[str, Any]] = []
         self.written: set[Path] = set()
+        self._scans: dict[tuple[str, int], dict[str, Any]] = {}
 
     def write(self, frame: Frame) -> None:
         index = len(self.frames)
@@ -326,20 +327,28 @@ class _FrameWriter:
         return names.index(name) if name in names else len(names)
 
     def _file(self, sensor: Sensor, sample: Sample, index: int, offset_ns: int) -> dict[str, Any]:
-        message = self.decode(sample.payload)
         folder = safe_path(self.episode_dir, sensor.name)
         folder.mkdir(exist_ok=True)
         entry: dict[str, Any] = {'topic': sensor.topic, 'stamp_ns': sample.stamp_ns, 'offset_ms': _ms(offset_ns)}
         if sensor.kind == 'camera':
-            data, ext, info = encode_frame_image(message, self.plan.options.image_format,
+            data, ext, info = encode_frame_image(self.decode(sample.payload), self.plan.options.image_format,
                                                  self.plan.options.jpeg_quality)
             path = safe_path(folder, f'{index:06d}.{ext}')
             digest = _put_bytes(path, data)
         else:
-            points, fields, source = cloud_points(message, sensor.msgtype, self.plan.options)
+            # A 10 Hz scan is the nearest partner of several 30 Hz frames: it is written once, named by the
+            # index of the first frame that took it, and shared by the others.
+            key = (sensor.name, sample.stamp_ns)
+            shared = self._scans.get(key)
+            if shared is not None:
+                return {**entry, **shared}
+            points, fields, source = cloud_points(self.decode(sample.payload), sensor.msgtype, self.plan.options)
             path = safe_path(folder, f'{index:06d}.pcd')
             digest = write_pcd(path, points)
             info = {'points': int(points.shape[0]), 'source_points': source, 'fields': fields}
+            self._scans[key] = {'file': path.relative_to(self.out_dir).as_posix(), 'sha256': digest, **info}
+            if len(self._scans) > 64:  # frames come in stamp order: older scans will not be asked for again
+                del self._scans[next(iter(self._scans))]
         self.written.add(path)
         entry.update({'file': path.relative_to(self.out_dir).as_posix(), 'sha256': digest, **info})
         return entry
