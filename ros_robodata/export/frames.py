@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -39,6 +38,7 @@ from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.export.manifest import MANIFEST_FILE, build_manifest, write_json_atomic, write_manifest
 from ros_robodata.export.schedule import FrameScheduler, ScheduleSpec
 from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
+from ros_robodata.files import replace_unless_same, write_atomic
 from ros_robodata.profile import LASER_SCAN, GripperSpec, Profile
 from ros_robodata.record.cdr_stamp import header_stamp_ns
 
@@ -505,24 +505,15 @@ def write_pcd(path: Path, points: np.ndarray) -> str:
     if not o3d.t.io.write_point_cloud(str(tmp), cloud, write_ascii=False):
         tmp.unlink(missing_ok=True)
         raise BagError(f'{path}: open3d could not write the point cloud')
-    data = tmp.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    if path.is_file() and _sha256_of(path) == digest:
-        tmp.unlink()
-    else:
-        os.replace(tmp, path)
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    replace_unless_same(tmp, path)
     return digest
 
 
 def _put_bytes(path: Path, data: bytes) -> str:
     """Write unless the file already holds exactly these bytes (a rerun leaves it and its mtime alone)."""
-    digest = hashlib.sha256(data).hexdigest()
-    if path.is_file() and _sha256_of(path) == digest:
-        return digest
-    tmp = path.with_name(path.name + '.partial')
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return digest
+    write_atomic(path, data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def _sha256_of(path: Path) -> str | None:

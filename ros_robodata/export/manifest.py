@@ -7,7 +7,6 @@ rerun writes the same bytes (no wall-clock time inside).
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.files import write_json
 
 FORMAT = 'ros_robodata.frames/1'
 MANIFEST_FILE = 'manifest.json'
@@ -58,18 +58,7 @@ def build_manifest(dataset: str, settings: dict[str, Any], episodes: list[dict[s
 def write_json_atomic(path: Path, data: Any) -> None:
     """Whole or not at all: a crash leaves the previous file (or none), never half of one. Left untouched when
     it already holds these bytes, so a rerun changes nothing on disk."""
-    text = json.dumps(data, indent=1, sort_keys=False) + '\n'
-    try:
-        if path.read_text(encoding='utf-8') == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    tmp = path.with_name(path.name + '.tmp')
-    with tmp.open('w', encoding='utf-8') as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_json(path, data, durable=True)
 
 
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:

@@ -51,6 +51,7 @@ import cv2
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.taxonomy import Taxonomy
+from ros_robodata.files import replace_unless_same, write_atomic
 
 MANIFEST_FORMAT = 'ros_robodata.frames/1'
 DEFAULT_BASE_URL = '/data/local-files/?d='
@@ -371,7 +372,7 @@ def write_episode_video(frames: Sequence[CameraImage], *, root: Path, rel: str, 
             writer.write(image)
     finally:
         writer.release()
-    _replace_if_changed(tmp, target)
+    replace_unless_same(tmp, target)
     return target
 
 
@@ -502,22 +503,9 @@ def _json_bytes(value: Any) -> bytes:
     return (text + '\n').encode('utf-8')
 
 
-def _replace_if_changed(tmp: Path, target: Path) -> None:
-    """Move `tmp` over `target`, or drop it when `target` already holds the same bytes."""
-    if target.is_file() and target.read_bytes() == tmp.read_bytes():
-        tmp.unlink()
-    else:
-        os.replace(tmp, target)
-
-
 def _write(target: Path, data: bytes) -> Path:
-    """Atomic write (temporary name + os.replace) that leaves an identical file untouched."""
-    if target.is_file() and target.read_bytes() == data:
-        return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f'.{target.name}.tmp')
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    write_atomic(target, data)
     return target
 
 

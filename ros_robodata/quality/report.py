@@ -15,7 +15,6 @@ import html
 import io
 import json
 import math
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +29,7 @@ from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.errors import RobodataError
+from ros_robodata.files import write_atomic
 from ros_robodata.profile import Profile
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
 from ros_robodata.record.cdr_stamp import header_stamp_ns
@@ -570,9 +570,7 @@ def write_report(dataset: Dataset, profile: Profile, out: Path | None = None, *,
         if visuals[ep.id].problem:
             problems[ep.id] = visuals[ep.id].problem
     page = render_report(dataset.name, summary, ordered, visuals)
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(page, encoding='utf-8')
-    os.replace(tmp, path)
+    write_atomic(path, page)
     return ReportResult(path, len(ordered), len(detailed), path.stat().st_size, problems)
 
 

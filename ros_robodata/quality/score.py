@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ import numpy as np
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.errors import RobodataError
+from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, WARN, Finding
@@ -146,8 +146,7 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
     _flag_jerky(scores)
     mix = outcome_mix({i: e.outcome for i, e in episodes.items()})
     for episode_id, s in scores.items():
-        (dataset.episode_dir(episode_id) / QUALITY_FILE).write_text(json.dumps(s.to_json(), indent=1) + '\n',
-                                                                    encoding='utf-8')
+        write_json(dataset.episode_dir(episode_id) / QUALITY_FILE, s.to_json())
         score, _ = score_of(s.findings)
         dataset.catalog.set_scores(episode_id, score, _catalog_scores(s))
     summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
@@ -155,9 +154,7 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
                'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
                if scores else None,
                'checks': _check_counts(scores.values())}
-    tmp = dataset.root / (SUMMARY_FILE + '.tmp')
-    tmp.write_text(json.dumps(summary, indent=1) + '\n', encoding='utf-8')
-    os.replace(tmp, dataset.root / SUMMARY_FILE)
+    write_json(dataset.root / SUMMARY_FILE, summary)
     return scores, failures, summary
 
 

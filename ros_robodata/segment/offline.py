@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.errors import BagError, DatasetError
+from ros_robodata.files import write_json
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.segment.events import SegmentResult
 from ros_robodata.segment.segmenter import Segmenter
@@ -46,10 +45,7 @@ def dataset_profile(dataset: Dataset) -> Profile:
 
 def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:
     """events.json, written whole or not at all (a crash leaves the previous file)."""
-    data = {'format': 'ros_robodata.events/1', **(extra or {}), **result.to_json()}
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(json.dumps(data, indent=1) + '\n', encoding='utf-8')
-    os.replace(tmp, path)
+    write_json(path, {'format': 'ros_robodata.events/1', **(extra or {}), **result.to_json()})
 
 
 def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, **options: bool) -> SegmentResult:

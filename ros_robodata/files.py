@@ -1,0 +1,45 @@
+"""Writing files whole or not at all, once: what every command that writes into a dataset or export shares."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:
+    """Write `data` to `path` under a temporary name, then rename it over: a crash leaves the previous file (or
+    none), never half of one. A file already holding exactly these bytes is left alone, mtime and all, so a
+    rerun changes nothing on disk. `durable` also fsyncs before the rename. Returns whether it wrote."""
+    raw = data.encode('utf-8') if isinstance(data, str) else data
+    try:
+        if path.stat().st_size == len(raw) and path.read_bytes() == raw:
+            return False
+    except OSError:
+        pass
+    tmp = path.with_name(f'.{path.name}.tmp')
+    with tmp.open('wb') as f:
+        f.write(raw)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return True
+
+
+def write_json(path: Path, data: Any, *, indent: int = 1, durable: bool = False) -> bool:
+    """JSON with a trailing newline, through write_atomic."""
+    return write_atomic(path, json.dumps(data, indent=indent) + '\n', durable=durable)
+
+
+def replace_unless_same(tmp: Path, path: Path) -> None:
+    """Move a file another library wrote (a video, a point cloud) over `path`, or drop it when `path` already
+    holds the same bytes."""
+    try:
+        if path.stat().st_size == tmp.stat().st_size and path.read_bytes() == tmp.read_bytes():
+            tmp.unlink()
+            return
+    except OSError:
+        pass
+    os.replace(tmp, path)
