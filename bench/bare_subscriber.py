@@ -11,8 +11,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from ros_robodata.nodes.common import make_executor
-from ros_robodata.nodes.recorder import _message_class
+from ros_robodata.nodes.common import make_executor, message_class
 from ros_robodata.profile import load_profile
 from ros_robodata.record.cdr_stamp import header_stamp_ns
 
@@ -24,7 +23,7 @@ def main() -> int:
     counts: dict[str, int] = {}
     latencies: dict[str, list[int]] = {}
     for _, spec in profile.all_topics():
-        msgclass = _message_class(spec.type)
+        msgclass = message_class(spec.type)
         if msgclass is None:
             continue
         counts[spec.topic] = 0

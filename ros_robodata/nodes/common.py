@@ -55,6 +55,40 @@ def matching_qos(node: Node, spec: Any) -> QoSProfile | None:
     )
 
 
+def message_class(msgtype: str) -> Any:
+    """The generated Python class for `pkg/msg/Name` (rclpy needs it even for raw subscriptions), or None."""
+    package, _, name = msgtype.split('/')
+    try:
+        module = __import__(f'{package}.msg', fromlist=[name])
+        return getattr(module, name)
+    except (ImportError, AttributeError):
+        return None
+
+
+class TopicDiscovery:
+    """Subscribes each profile topic once a publisher of it appears, with QoS matched to it (as rosbag2 does),
+    looking again every `period_s` until none is pending. `subscribe(topic, spec, qos, msgclass)` makes the
+    subscription; msgclass is None when the message package is not installed here."""
+
+    def __init__(self, node: Node, specs: dict[str, Any], subscribe: Callable[[str, Any, QoSProfile, Any], None],
+                 period_s: float = 0.5) -> None:
+        self.node, self.pending, self._subscribe = node, dict(specs), subscribe
+        self._timer = None
+        self.poll()
+        if self.pending:
+            self._timer = node.create_timer(period_s, self.poll)
+
+    def poll(self) -> None:
+        for topic, spec in list(self.pending.items()):
+            qos = matching_qos(self.node, spec)
+            if qos is None:
+                continue
+            del self.pending[topic]
+            self._subscribe(topic, spec, qos, message_class(spec.type))
+        if not self.pending and self._timer is not None:
+            self._timer.cancel()
+
+
 def make_executor(fast: bool = True) -> Any:
     """The EventsExecutor receives several times more raw messages per second than the
     SingleThreadedExecutor here (measured ~37k vs ~15k small messages/s); fall back if absent."""

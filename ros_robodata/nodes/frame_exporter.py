@@ -24,8 +24,7 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import EpisodeExport, ExportOptions, plan_export, refresh_manifest
 from ros_robodata.export.schedule import ScheduleSpec, parse_duration
 from ros_robodata.msg import EpisodeEvent
-from ros_robodata.nodes.common import clock_of, declare, matching_qos, run_node
-from ros_robodata.nodes.recorder import _message_class
+from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 
 EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
@@ -68,25 +67,14 @@ class FrameExporterNode(Node):
         self.create_subscription(EpisodeEvent, EPISODE_EVENTS_TOPIC, self._on_episode, latched)
         specs = {spec.topic: spec for _, spec in self.profile.all_topics()}
         topics = dict.fromkeys([self.plan.reference.topic, *(s.topic for s in self.plan.sensors)])
-        self._pending = {topic: specs[topic] for topic in topics}
-        self._subscribe()
-        if self._pending:
-            self._discovery = self.create_timer(0.5, self._subscribe)
+        self._discovery = TopicDiscovery(self, {topic: specs[topic] for topic in topics}, self._subscribe)
         self.get_logger().info(f'exporting {", ".join(topics)} into {self.out} at each episode')
 
-    def _subscribe(self) -> None:
-        for topic, spec in list(self._pending.items()):
-            qos = matching_qos(self, spec)
-            if qos is None:
-                continue
-            msgclass = _message_class(spec.type)
-            del self._pending[topic]
-            if msgclass is None:
-                self.get_logger().warning(f'cannot export {topic}: {spec.type} is not installed here')
-                continue
-            self.create_subscription(msgclass, topic, self._receiver(topic, spec.type), qos, raw=True)
-        if not self._pending and hasattr(self, '_discovery'):
-            self._discovery.cancel()
+    def _subscribe(self, topic: str, spec: Any, qos: Any, msgclass: Any) -> None:
+        if msgclass is None:
+            self.get_logger().warning(f'cannot export {topic}: {spec.type} is not installed here')
+            return
+        self.create_subscription(msgclass, topic, self._receiver(topic, spec.type), qos, raw=True)
 
     def _receiver(self, topic: str, msgtype: str) -> Any:
         def receive(data: bytes) -> None:

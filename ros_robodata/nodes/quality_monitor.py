@@ -26,8 +26,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ros_robodata.bag.image import decode_image
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
-from ros_robodata.nodes.common import clock_of, declare, matching_qos, run_node
-from ros_robodata.nodes.recorder import _message_class
+from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.episode import score_of
 from ros_robodata.quality.live import LiveQuality, Status
@@ -63,27 +62,17 @@ class QualityMonitorNode(Node):
         self._running = True
         self._worker = threading.Thread(target=self._frame_worker, name='quality-frames', daemon=True)
         self._worker.start()
-        self._pending = {spec.topic: spec for _, spec in self.profile.all_topics()}
-        self._subscribe()
-        if self._pending:
-            self._discovery = self.create_timer(0.5, self._subscribe)
+        self._discovery = TopicDiscovery(self, {spec.topic: spec for _, spec in self.profile.all_topics()},
+                                         self._subscribe)
         self.create_timer(period, self._publish)
         self.last_statuses: list[Status] = []
-        self.get_logger().info(f'watching {len(self._pending)} topic(s) of {self.profile.robot.name}')
+        self.get_logger().info(f'watching the {len(self.profile.all_topics())} topic(s) of {self.profile.robot.name}')
 
-    def _subscribe(self) -> None:
-        for topic, spec in list(self._pending.items()):
-            qos = matching_qos(self, spec)
-            if qos is None:
-                continue
-            msgclass = _message_class(spec.type)
-            del self._pending[topic]
-            if msgclass is None:
-                self.get_logger().warning(f'cannot watch {topic}: {spec.type} is not installed here')
-                continue
-            self.create_subscription(msgclass, topic, self._receiver(topic, msgclass), qos, raw=True)
-        if not self._pending and hasattr(self, '_discovery'):
-            self._discovery.cancel()
+    def _subscribe(self, topic: str, spec: Any, qos: Any, msgclass: Any) -> None:
+        if msgclass is None:
+            self.get_logger().warning(f'cannot watch {topic}: {spec.type} is not installed here')
+            return
+        self.create_subscription(msgclass, topic, self._receiver(topic, msgclass), qos, raw=True)
 
     def _receiver(self, topic: str, msgclass: Any) -> Any:
         live, clock = self.live, self._clock_ns

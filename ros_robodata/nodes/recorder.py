@@ -23,7 +23,7 @@ from std_srvs.srv import Trigger
 from ros_robodata.dataset import Dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
-from ros_robodata.nodes.common import clock_of, declare, matching_qos, run_node
+from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.record.recorder import RecorderSettings, Transition
 from ros_robodata.record.writer_process import RecorderProcess
@@ -67,12 +67,10 @@ class RecorderNode(Node):
                                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._events = self.create_publisher(EpisodeEvent, EVENTS_TOPIC, latched_events)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._pending = dict((spec.topic, spec) for _, spec in self.profile.all_topics())
         self._recorded: dict[str, Any] = {}
         self._unrecordable: list[str] = []
-        self._subscribe_what_we_can()
-        if self._pending:
-            self._discovery = self.create_timer(self._discovery_period, self._subscribe_what_we_can)
+        self._discovery = TopicDiscovery(self, {spec.topic: spec for _, spec in self.profile.all_topics()},
+                                         self._subscribe, self._discovery_period)
         self.create_service(StartEpisode, '~/start_episode', self._on_start)
         self.create_service(Trigger, '~/stop_episode', self._on_stop)
         self.create_service(Trigger, '~/discard_episode', self._on_discard)
@@ -84,30 +82,25 @@ class RecorderNode(Node):
 
     # -- subscriptions ----------------------------------------------------------------------------
 
-    def _subscribe_what_we_can(self) -> None:
-        for topic, spec in list(self._pending.items()):
-            qos = matching_qos(self, spec)
-            if qos is None:
-                continue
-            msgclass = _message_class(spec.type)
-            if msgclass is None:
-                del self._pending[topic]
-                self._unrecordable.append(topic)
-                self.get_logger().error(f'cannot record {topic}: message type {spec.type} is not installed in '
-                                        'this ROS environment (rclpy needs the generated type)')
-                continue
-            reliable = qos.reliability == ReliabilityPolicy.RELIABLE
-            self.recorder.add_topic(topic, spec.type, latched=spec.latched, expected_rate_hz=spec.rate_hz,
-                                    reliable=reliable)
-            # No message_lost event handler: under load the EventsExecutor (rclpy 7.1) kept servicing
-            # it and starved the subscriptions for seconds. Loss is judged from header stamps instead.
-            self._recorded[topic] = self.create_subscription(msgclass, topic, self._receiver(topic), qos, raw=True)
-            del self._pending[topic]
-            durable = qos.durability == DurabilityPolicy.TRANSIENT_LOCAL
-            self.get_logger().info(f'subscribed {topic} ({spec.type}, {"reliable" if reliable else "best effort"}'
-                                   f'{", transient local" if durable else ""})')
-        if not self._pending and hasattr(self, '_discovery'):
-            self._discovery.cancel()
+    @property
+    def _pending(self) -> dict[str, Any]:
+        return self._discovery.pending
+
+    def _subscribe(self, topic: str, spec: Any, qos: QoSProfile, msgclass: Any) -> None:
+        if msgclass is None:
+            self._unrecordable.append(topic)
+            self.get_logger().error(f'cannot record {topic}: message type {spec.type} is not installed in '
+                                    'this ROS environment (rclpy needs the generated type)')
+            return
+        reliable = qos.reliability == ReliabilityPolicy.RELIABLE
+        self.recorder.add_topic(topic, spec.type, latched=spec.latched, expected_rate_hz=spec.rate_hz,
+                                reliable=reliable)
+        # No message_lost event handler: under load the EventsExecutor (rclpy 7.1) kept servicing
+        # it and starved the subscriptions for seconds. Loss is judged from header stamps instead.
+        self._recorded[topic] = self.create_subscription(msgclass, topic, self._receiver(topic), qos, raw=True)
+        durable = qos.durability == DurabilityPolicy.TRANSIENT_LOCAL
+        self.get_logger().info(f'subscribed {topic} ({spec.type}, {"reliable" if reliable else "best effort"}'
+                               f'{", transient local" if durable else ""})')
 
     def _receiver(self, topic: str) -> Any:
         on_message, clock = self.recorder.on_message, self._clock_ns
@@ -217,16 +210,6 @@ class RecorderNode(Node):
             item.values = [KeyValue(key='count', value=str(t['count'])), KeyValue(key='lost', value=str(t['lost']))]
             array.status.append(item)
         self._diagnostics.publish(array)
-
-
-def _message_class(msgtype: str) -> Any:
-    """The generated Python class for `pkg/msg/Name` (rclpy needs it even for raw subscriptions), or None."""
-    package, _, name = msgtype.split('/')
-    try:
-        module = __import__(f'{package}.msg', fromlist=[name])
-        return getattr(module, name)
-    except (ImportError, AttributeError):
-        return None
 
 
 def _shutdown(node: RecorderNode, reason: str) -> None:

@@ -19,7 +19,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
-from ros_robodata.nodes.common import declare, matching_qos, run_node
+from ros_robodata.nodes.common import TopicDiscovery, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.segment.events import Event
 from ros_robodata.segment.segmenter import GRIPPER, Segmenter
@@ -54,24 +54,14 @@ class SegmenterNode(Node):
         latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.create_subscription(EpisodeEvent, EPISODE_EVENTS_TOPIC, self._on_episode, latched)
-        self._specs = {spec.topic: spec for _, spec in self.profile.all_topics() if spec.topic in self.segmenter.topics}
-        self._pending = dict(self._specs)
-        self._subscribe()
-        if self._pending:
-            self._discovery = self.create_timer(0.5, self._subscribe)
+        specs = {spec.topic: spec for _, spec in self.profile.all_topics() if spec.topic in self.segmenter.topics}
+        self._discovery = TopicDiscovery(self, specs, self._subscribe)
         self._marker_id = 0
         self.get_logger().info(f'segmenting from {", ".join(sorted(self.segmenter.topics))}')
 
-    def _subscribe(self) -> None:
-        for topic, spec in list(self._pending.items()):
-            qos = matching_qos(self, spec)
-            if qos is None:
-                continue
-            msgclass = JointState if self.segmenter.topics[topic] == GRIPPER else WrenchStamped
-            self.create_subscription(msgclass, topic, self._receiver(topic), qos)
-            del self._pending[topic]
-        if not self._pending and hasattr(self, '_discovery'):
-            self._discovery.cancel()
+    def _subscribe(self, topic: str, spec: Any, qos: Any, msgclass: Any) -> None:
+        msgclass = JointState if self.segmenter.topics[topic] == GRIPPER else WrenchStamped
+        self.create_subscription(msgclass, topic, self._receiver(topic), qos)
 
     def _receiver(self, topic: str) -> Any:
         add = self.segmenter.add_message
