@@ -14,6 +14,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description='Run the recorder node (as launch/record.launch.xml does). Drive it with `robodata keys` or '
                     'its services /recorder/start_episode, stop_episode, discard_episode, set_outcome. '
                     'Ctrl-C closes a running episode as interrupted.')
+    add_recording_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_recording_arguments(p: argparse.ArgumentParser) -> None:
+    """What a recording needs; `robodata session` takes the same."""
     p.add_argument('--profile', required=True, help='robot profile YAML')
     p.add_argument('--dataset', required=True, help='dataset folder (created if absent)')
     p.add_argument('--task', default='', help='task of new episodes, e.g. pick_place_cube')
@@ -21,7 +27,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--mode', choices=['teleop', 'kinesthetic'], default='teleop', help='demonstration mode')
     p.add_argument('--delete-discarded', action='store_true', help='delete discarded episodes instead of keeping them')
     p.add_argument('--use-sim-time', action='store_true', help='stamp receive times with /clock')
-    p.set_defaults(func=run)
 
 
 def ros_arguments(args: argparse.Namespace) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ros_robodata.cli.record_cmd import add_recording_arguments
 from ros_robodata.errors import RobodataError
 
 
@@ -14,13 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     'launch/session.launch.xml starts as separate processes). Drive episodes with `robodata keys`, '
                     'which also shows the live quality; segment events go to /robodata/events and into each '
                     'episode bag. Ctrl-C closes a running episode as interrupted.')
-    p.add_argument('--profile', required=True, help='robot profile YAML')
-    p.add_argument('--dataset', required=True, help='dataset folder (created if absent)')
-    p.add_argument('--task', default='', help='task of new episodes, e.g. pick_place_cube')
-    p.add_argument('--operator', default=None, help='operator of new episodes (default: login name)')
-    p.add_argument('--mode', choices=['teleop', 'kinesthetic'], default='teleop', help='demonstration mode')
-    p.add_argument('--delete-discarded', action='store_true', help='delete discarded episodes instead of keeping them')
-    p.add_argument('--use-sim-time', action='store_true', help='use /clock instead of the wall clock')
+    add_recording_arguments(p)
     p.add_argument('--no-segmenter', action='store_true', help='do not run the segmenter')
     p.add_argument('--no-monitor', action='store_true', help='do not run the quality monitor')
     p.set_defaults(func=run)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -33,6 +32,7 @@ from ros_robodata.nodes.common import make_executor
 from ros_robodata.nodes.quality_monitor import QualityMonitorNode
 from ros_robodata.nodes.recorder import RecorderNode
 from ros_robodata.nodes.segmenter import SegmenterNode
+from ros_robodata.nodes.session import parameters
 from ros_robodata.nodes.sim_cell import SimCellNode
 from ros_robodata.paths import config_path
 
@@ -97,17 +97,14 @@ class _Demo:
         interrupted = False
         t_start = time.monotonic()
         try:
-            def params(**values: Any) -> list[Parameter]:
-                return [Parameter(name, value=value) for name, value in values.items()]
-
-            sim = SimCellNode(parameter_overrides=params(
+            sim = SimCellNode(parameter_overrides=parameters(
                 profile=profile, seed=args.seed, episodes=args.episodes, mode=args.mode,
                 image_width=self.image_size[0], image_height=self.image_size[1]))
-            recorder = RecorderNode(parameter_overrides=params(
+            recorder = RecorderNode(parameter_overrides=parameters(
                 profile=profile, dataset=str(self.dataset_root), task=TASK, operator=OPERATOR, mode=args.mode))
             recorder.recorder.add_transition_listener(self._on_transition)  # after the node's own announcement
-            segmenter = SegmenterNode(parameter_overrides=params(profile=profile))
-            monitor = QualityMonitorNode(parameter_overrides=params(profile=profile))
+            segmenter = SegmenterNode(parameter_overrides=parameters(profile=profile))
+            monitor = QualityMonitorNode(parameter_overrides=parameters(profile=profile))
             executor = make_executor()
             for node in (recorder, segmenter, monitor):
                 executor.add_node(node)

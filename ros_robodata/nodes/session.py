@@ -16,7 +16,8 @@ from ros_robodata.nodes.recorder import RecorderNode
 from ros_robodata.nodes.segmenter import SegmenterNode
 
 
-def _params(**values: Any) -> list[Parameter]:
+def parameters(**values: Any) -> list[Parameter]:
+    """Parameter overrides for a node made in this process; None values are left to the node's default."""
     return [Parameter(name, value=value) for name, value in values.items() if value is not None]
 
 
@@ -25,21 +26,21 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
                 monitor: bool = True) -> int:
     """Spin the session's nodes until Ctrl-C/SIGTERM; a running episode is then closed as interrupted."""
     sys.setswitchinterval(0.0005)  # as the recorder alone: short GIL turns keep intake steady
-    makers = [lambda: RecorderNode(parameter_overrides=_params(
+    makers = [lambda: RecorderNode(parameter_overrides=parameters(
         profile=profile, dataset=dataset, task=task, operator=operator, mode=mode,
         delete_discarded=delete_discarded, use_sim_time=use_sim_time))]
     if segment:
-        makers.append(lambda: SegmenterNode(parameter_overrides=_params(profile=profile, use_sim_time=use_sim_time)))
+        makers.append(lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, use_sim_time=use_sim_time)))
     if monitor:
-        makers.append(lambda: QualityMonitorNode(parameter_overrides=_params(profile=profile,
+        makers.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile,
                                                                              use_sim_time=use_sim_time)))
     return run_nodes(makers, ['robodata'], on_shutdown=_close_episode, after_start=_quiet_gc)
 
 
 def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False) -> int:
     """The segmenter and the quality monitor next to a recorder or a bag replay (monitor.launch.xml)."""
-    return run_nodes([lambda: SegmenterNode(parameter_overrides=_params(profile=profile, use_sim_time=use_sim_time)),
-                      lambda: QualityMonitorNode(parameter_overrides=_params(profile=profile, images=images,
+    return run_nodes([lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, use_sim_time=use_sim_time)),
+                      lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile, images=images,
                                                                              use_sim_time=use_sim_time))],
                      ['robodata'])
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.types import typestore
 from ros_robodata.profile import Profile
 from ros_robodata.quality.contact import WrenchWatch
@@ -169,8 +170,6 @@ class EpisodeQuality:
         if last is not None and 0 <= stamp - last < 0.9 * self._image_period_ns:  # 0.9: frames on a 1/30 s grid
             return []
         self._last_frame[topic] = stamp
-        from ros_robodata.bag.image import decode_image
-
         return watch.add(stamp, decode_image(decode()))
 
     def report(self, *, outcome: str | None = None, min_episode_s: float = 1.0) -> EpisodeReport:
