@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import array
 import struct
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,8 +18,8 @@ import pytest
 from ros_robodata.bag.image import decode_image, encode_compressed, encode_image
 from ros_robodata.bag.types import typestore
 from ros_robodata.errors import BagError
+from test.shared_data import read_photos
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 TS = typestore()
 Image = TS.types['sensor_msgs/msg/Image']
@@ -29,26 +28,10 @@ Header = TS.types['std_msgs/msg/Header']
 Time = TS.types['builtin_interfaces/msg/Time']
 
 
-def shared_data() -> Path:
-    """The shared real-data folder beside the repository; a missing one is a broken checkout, not a skip."""
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f'real test data missing: expected {SHARED_DATA} (shared/data beside the repository)')
-    return SHARED_DATA
-
-
 @pytest.fixture(scope='module')
 def photos() -> list[np.ndarray]:
     """All real photos as HxWx3 uint8 RGB."""
-    paths = sorted((shared_data() / 'photos').glob('*.png'))
-    if not paths:
-        pytest.fail(f'no photos in {shared_data() / "photos"}')
-    images = []
-    for path in paths:
-        bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if bgr is None:
-            pytest.fail(f'cannot read photo {path}')
-        images.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
-    return images
+    return read_photos()
 
 
 @pytest.fixture(scope='module')

@@ -22,8 +22,8 @@ from ros_robodata.bag.pointcloud import (
 )
 from ros_robodata.bag.types import typestore
 from ros_robodata.errors import BagError
+from test.shared_data import SHARED_DATA
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
 SCAN_POINTS = 69_088
 TS = typestore()
 PointCloud2 = TS.types['sensor_msgs/msg/PointCloud2']

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -16,8 +15,8 @@ from ros_robodata.quality.images import CHECKS, CameraWatch, ImageLimits
 from ros_robodata.sim import samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
+from test.shared_data import read_photos
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / 'shared' / 'data'
 T0_NS = 1_700_000_000_000_000_000
 PERIOD_NS = 33_333_333  # 30 Hz
 FRAMES = 40
@@ -27,28 +26,10 @@ SIM_WINDOW = (0.8, 1.2)
 CAMERAS = (S.CAMERA_WRIST, S.CAMERA_SCENE)
 
 
-def shared_data() -> Path:
-    """The shared real-data folder beside the repository; a missing one is a broken checkout, not a skip."""
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f'real test data missing: expected {SHARED_DATA} (shared/data beside the repository)')
-    return SHARED_DATA
-
-
 @pytest.fixture(scope='module')
 def photos() -> list[np.ndarray]:
     """All real photos as HxWx3 uint8 RGB, 640 wide."""
-    paths = sorted((shared_data() / 'photos').glob('*.png'))
-    if not paths:
-        pytest.fail(f'no photos in {shared_data() / "photos"}')
-    images = []
-    for path in paths:
-        bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if bgr is None:
-            pytest.fail(f'cannot read photo {path}')
-        if bgr.shape[1] != 640:
-            bgr = cv2.resize(bgr, (640, round(bgr.shape[0] * 640 / bgr.shape[1])), interpolation=cv2.INTER_AREA)
-        images.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
-    return images
+    return read_photos(640)
 
 
 def stamps(n: int) -> list[int]:
