@@ -19,6 +19,8 @@ from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, WARN, Finding
+from ros_robodata.segment.events import SegmentResult
+from ros_robodata.segment.segmenter import Segmenter
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -31,21 +33,31 @@ class BagScore:
     report: EpisodeReport
     gripper_opening_at_end: float | None = None
     notes: list[str] = field(default_factory=list)
+    segments: SegmentResult | None = None  # when asked to segment in the same pass
 
 
 def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
-              image_rate_hz: float = 10.0) -> BagScore:
-    """Stream one bag through every check (one pass, no message kept)."""
+              image_rate_hz: float = 10.0, segment: bool = False) -> BagScore:
+    """Stream one bag through every check (one pass, no message kept); with `segment`, the segmenter reads
+    the same pass, so an unsegmented episode is not read twice."""
     checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
+    segmenter = Segmenter(profile) if segment and (profile.topics.gripper or profile.topics.wrench) else None
     with BagReader(path) as reader:
         for message in reader.messages():
-            checks.add(message.topic, message.t_ns, message.data, lambda m=message: reader.decode(m))
+            decode = lambda m=message: reader.decode(m)  # noqa: E731 - one closure, two users
+            checks.add(message.topic, message.t_ns, message.data, decode)
+            if segmenter is not None and message.topic in segmenter.topics:
+                segmenter.add_cdr(message.topic, message.data, decode)
         report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
         opening = checks.gripper_opening()
         if not reader.complete:
             report.findings.append(Finding('completeness.damaged_bag', ERROR, '',
                                            'the bag is damaged or was not closed: ' + '; '.join(reader.notes)))
-        return BagScore(report, opening, list(reader.notes))
+        segments = None
+        if segmenter is not None and any(topic in reader.topics for topic in segmenter.topics):
+            segmenter.finish()
+            segments = segmenter.result(reader.start_ns, reader.end_ns)
+        return BagScore(report, opening, list(reader.notes), segments)
 
 
 @dataclass
@@ -74,22 +86,21 @@ class EpisodeScore:
 
 def _score_one(args: tuple[str, str, str, str, Profile, bool]) -> tuple[str, BagScore | str, list[dict] | None]:
     """Worker: score one episode's bag and make sure it has events (segmenting it if it has none)."""
-    from ros_robodata.segment.offline import EVENTS_FILE, segment_bag, write_events
+    from ros_robodata.segment.offline import EVENTS_FILE, write_events
 
     episode_id, bag, episode_dir, outcome, profile, images = args
+    events_path = Path(episode_dir) / EVENTS_FILE
     try:
-        scored = score_bag(bag, profile, outcome=outcome, images=images)
+        scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not events_path.is_file())
     except RobodataError as err:
         return episode_id, ' '.join(str(err).split()), None
-    events_path = Path(episode_dir) / EVENTS_FILE
     events = None
     try:
-        if events_path.is_file():
+        if scored.segments is not None:
+            write_events(events_path, scored.segments, {'episode_id': episode_id})
+            events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
+        elif events_path.is_file():
             events = json.loads(events_path.read_text(encoding='utf-8')).get('events')
-        elif profile.topics.gripper is not None or profile.topics.wrench is not None:
-            result = segment_bag(bag, profile)
-            write_events(events_path, result, {'episode_id': episode_id})
-            events = [e.to_json(result.start_ns) for e in result.events]
     except (RobodataError, ValueError, OSError):
         events = None
     return episode_id, scored, events
