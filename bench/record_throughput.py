@@ -33,7 +33,7 @@ from ros_robodata.srv import StartEpisode
 
 HERE = Path(__file__).resolve().parent
 PROFILE = HERE / 'rig_profile.yaml'
-PHOTOS = HERE.parent.parent / 'shared' / 'data' / 'photos'
+PHOTOS = HERE.parent / 'test' / 'data' / 'photos'
 TICK = os.sysconf('SC_CLK_TCK')
 
 

@@ -18,7 +18,7 @@ import pytest
 from ros_robodata.bag.image import decode_image, encode_compressed, encode_image
 from ros_robodata.bag.types import typestore
 from ros_robodata.errors import BagError
-from test.shared_data import read_photos
+from test.real_data import read_photos
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 TS = typestore()

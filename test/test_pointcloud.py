@@ -22,7 +22,7 @@ from ros_robodata.bag.pointcloud import (
 )
 from ros_robodata.bag.types import typestore
 from ros_robodata.errors import BagError
-from test.shared_data import SHARED_DATA
+from test.real_data import real_data
 
 SCAN_POINTS = 69_088
 TS = typestore()
@@ -63,10 +63,7 @@ def read_binary_pcd(path: Path) -> tuple[np.ndarray, bytes]:
 
 @pytest.fixture(scope='module')
 def scan_and_payload() -> tuple[np.ndarray, bytes]:
-    path = SHARED_DATA / 'velodyne_scan.pcd'
-    if not path.is_file():
-        pytest.fail(f'real test data missing: expected {path} (shared/data beside the repository)')
-    return read_binary_pcd(path)
+    return read_binary_pcd(real_data('velodyne_scan.pcd'))
 
 
 @pytest.fixture(scope='module')

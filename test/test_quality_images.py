@@ -15,7 +15,7 @@ from ros_robodata.quality.images import CHECKS, CameraWatch, ImageLimits
 from ros_robodata.sim import samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
-from test.shared_data import read_photos
+from test.real_data import read_photos
 
 T0_NS = 1_700_000_000_000_000_000
 PERIOD_NS = 33_333_333  # 30 Hz

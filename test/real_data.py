@@ -1,5 +1,5 @@
-"""The real sensor data beside the repository (shared/data): photos and a Velodyne scan. A missing folder is a
-broken checkout, so tests fail on it rather than skip."""
+"""The real sensor data vendored in test/data (photos and a Velodyne scan; sources and licenses in
+test/data/README.md). A missing file is a broken checkout, so tests fail on it rather than skip."""
 
 from __future__ import annotations
 
@@ -9,20 +9,22 @@ import cv2
 import numpy as np
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
+REAL_DATA = Path(__file__).resolve().parent / 'data'
 
 
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f'real test data missing: expected {SHARED_DATA} (shared/data beside the repository)')
-    return SHARED_DATA
+def real_data(name: str) -> Path:
+    """test/data/<name>, failing the test when the checkout lacks it."""
+    path = REAL_DATA / name
+    if not path.exists():
+        pytest.fail(f'real test data missing: expected {path} (see test/data/README.md)')
+    return path
 
 
 def read_photos(width: int | None = None) -> list[np.ndarray]:
     """All real photos as HxWx3 uint8 RGB; with `width`, resized to it (aspect kept)."""
-    paths = sorted((shared_data() / 'photos').glob('*.png'))
+    paths = sorted(real_data('photos').glob('*.png'))
     if not paths:
-        pytest.fail(f'no photos in {shared_data() / "photos"}')
+        pytest.fail(f'no photos in {real_data("photos")}')
     images = []
     for path in paths:
         bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
