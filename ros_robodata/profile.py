@@ -215,7 +215,8 @@ class Robot:
 class Topics:
     """What to record, by role: the role tells later stages how to read each stream."""
 
-    joint_states: TopicSpec = field(metadata=_rule(_types(JOINT_STATE)))
+    # The arm's joints; None for a rig without an arm (a camera-only capture studio, a vehicle).
+    joint_states: TopicSpec | None = field(default=None, metadata=_rule(_types(JOINT_STATE)))
     # Operator commands from the teleop device, any type.
     actions: TopicSpec | None = None
     gripper: GripperSpec | None = field(default=None, metadata=_rule(_types(JOINT_STATE)))
@@ -240,6 +241,8 @@ class Topics:
             yield f'extra[{i}]', 'extra', spec
 
     def _validate(self) -> None:
+        if next(self.entries(), None) is None:
+            raise _Invalid('names no topic at all: give at least one of joint_states, cameras, lidars, wrench, ...')
         _no_repeats('cameras', [c.name for c in self.cameras], 'name', suffix='.name')
         _no_repeats('lidars', [lidar.name for lidar in self.lidars], 'name', suffix='.name')
         seen: dict[str, str] = {}
@@ -253,7 +256,8 @@ class Topics:
     @property
     def gripper_in_joint_states(self) -> bool:
         """True when the gripper's joint is read from the joint_states topic itself."""
-        return self.gripper is not None and self.gripper.topic == self.joint_states.topic
+        return (self.gripper is not None and self.joint_states is not None
+                and self.gripper.topic == self.joint_states.topic)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -344,6 +348,10 @@ class Profile:
         }
 
     def _validate(self) -> None:
+        if self.topics.joint_states is None:
+            for key in ('arm_joints', 'height_joint'):
+                if getattr(self.robot, key):
+                    raise _Invalid('names joints, but topics.joint_states is not given', f'robot.{key}')
         gripper = self.topics.gripper
         if gripper is not None and gripper.joint in self.robot.arm_joints:
             index = self.robot.arm_joints.index(gripper.joint)

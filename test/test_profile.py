@@ -284,7 +284,6 @@ def test_bad_choice_lists_the_choices(tmp_path: Path) -> None:
     [
         ('topics:\n  joint_states: {topic: /js, type: sensor_msgs/msg/JointState}\n', 'robot'),
         ('robot: {name: x}\n', 'topics'),
-        ('robot: {name: x}\ntopics: {}\n', 'topics.joint_states'),
         (MINIMAL.replace('  name: test_arm\n', '  description: no name\n'), 'robot.name'),
         (MINIMAL.replace('    type: sensor_msgs/msg/JointState\n', ''), 'topics.joint_states.type'),
         (FULL.replace('    joint: finger\n', ''), 'topics.gripper.joint'),
@@ -294,6 +293,30 @@ def test_bad_choice_lists_the_choices(tmp_path: Path) -> None:
 def test_missing_required_key(tmp_path: Path, text: str, key: str) -> None:
     path = write(tmp_path, text)
     assert error_of(path) == f'{path}: {key}: required key is missing'
+
+
+def test_a_profile_that_names_no_topic_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / 'empty_topics.yaml'
+    path.write_text('robot: {name: x}\ntopics: {}\n')
+    assert error_of(path).startswith(f'{path}: topics: names no topic at all')
+
+
+@pytest.mark.parametrize('name', ['capture_studio.yaml', 'vehicle.yaml', 'phone_video.yaml'])
+def test_rigs_without_an_arm_validate(name: str) -> None:
+    """A camera-only capture studio and a camera + LiDAR vehicle have no joint states; their profiles load and say
+    so, and every topic they record is a camera or a LiDAR (or an extra)."""
+    profile = load_profile(CONFIG / name)
+    assert profile.topics.joint_states is None and profile.topics.gripper is None
+    roles = [role for role, _ in profile.all_topics()]
+    assert roles and all(r.startswith(('camera/', 'lidar/')) or r == 'extra' for r in roles)
+
+
+def test_arm_joints_without_joint_states_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / 'no_arm.yaml'
+    path.write_text('robot: {name: x, arm_joints: [j1]}\n'
+                    'topics:\n  cameras: [{name: c, topic: /c, type: sensor_msgs/msg/Image}]\n')
+    assert error_of(path) == f'{path}: robot.arm_joints: names joints, but topics.joint_states is not given'
+
 
 
 @pytest.mark.parametrize(

@@ -75,8 +75,9 @@ class EpisodeQuality:
                 rate_hz=spec.rate_hz, rate_tolerance=q.rate_tolerance, max_latency_ms=q.max_latency_ms,
                 silent_after_s=q.silent_after_s, latched=spec.latched))
             self._stamped[spec.topic] = spec.type in store.fielddefs and starts_with_header(spec.type, store)
-        self.joint_topic = t.joint_states.topic
-        self.motion = JointMotion(self.joint_topic, profile.robot.arm_joints or None)
+        # A rig without an arm (a capture studio, a vehicle) has no joint states: no motion or sync checks.
+        self.joint_topic = t.joint_states.topic if t.joint_states is not None else None
+        self.motion = JointMotion(self.joint_topic, profile.robot.arm_joints or None) if self.joint_topic else None
         self.wrench = WrenchWatch(t.wrench.topic, q.max_force_n) if t.wrench is not None else None
         self.gripper = t.gripper
         self._gripper_last: tuple[int, float] | None = None
@@ -90,8 +91,9 @@ class EpisodeQuality:
 
             for cam in t.cameras:
                 self.cameras[cam.topic] = CameraWatch(cam.topic, cam.name, ImageLimits(blur_threshold=q.blur_threshold))
-        for cam in t.cameras:
+        for cam in t.cameras if self.joint_topic else ():
             self.sync[cam.topic] = SyncWatch(cam.topic, self.joint_topic, q.max_sync_skew_ms)
+        self._camera_topics = {cam.topic for cam in t.cameras}
         self._urdf_topics = {spec.topic for _, spec in profile.all_topics()
                              if spec.type == 'std_msgs/msg/String' and 'robot_description' in spec.topic}
         self.first_ns: int | None = None
@@ -118,11 +120,11 @@ class EpisodeQuality:
                 reading = wrench_from_cdr(data)
                 force = reading.force if reading is not None else _force(decode())
                 fired += self.wrench.add(stamp or receive_ns, force)
-            elif topic in self.sync:
-                if self.sync[topic].frame(stamp or receive_ns):
+            elif topic in self._camera_topics:
+                if topic in self.sync and self.sync[topic].frame(stamp or receive_ns):
                     fired.append('timing.sync_skew')
                 fired += self._frame(topic, stamp or receive_ns, decode)
-            elif topic in self._urdf_topics and not self.motion.joint_limits:
+            elif topic in self._urdf_topics and self.motion is not None and not self.motion.joint_limits:
                 self.motion.joint_limits = limits_from_urdf(str(decode().data))
         except Exception as err:  # a message our checks cannot read is reported once, not fatal
             self.undecodable.setdefault(topic, f'{type(err).__name__}: {err}')
@@ -160,6 +162,7 @@ class EpisodeQuality:
         stamp, names, position = parsed
         for watch in self.sync.values():
             watch.reference(stamp)
+        assert self.motion is not None  # joint_topic is set
         return self.motion.add(stamp, names, position)
 
     def _frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> list[str]:
@@ -179,21 +182,23 @@ class EpisodeQuality:
             findings += timing.findings(self.last_ns)
         for sync in self.sync.values():
             findings += sync.findings()
-        findings += self.motion.findings()
+        if self.motion is not None:
+            findings += self.motion.findings()
         if self.wrench is not None:
             findings += self.wrench.findings(self._excused)
         for watch in self.cameras.values():
             findings += watch.findings()
         findings += self._completeness(outcome, min_episode_s)
         duration = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns else 0.0
-        times, rows = self.motion.trajectory.arrays()
+        motion = self.motion
+        times, rows = motion.trajectory.arrays() if motion is not None else ((), None)
         metrics: dict[str, Any] = {
             'duration_s': round(duration, 3),
             'topics': {topic: {'count': t.count, 'rate_hz': _round(t.rate_hz()), 'expected_hz': t.limits.rate_hz,
                                'lost': t.lost, 'mean_latency_ms': _round(t.mean_latency_ms())}
                        for topic, t in self.timing.items()},
-            'smoothness_ldlj': _round(self.motion.smoothness()),
-            'idle_s': round(self.motion.idle_ns / 1e9, 3),
+            'smoothness_ldlj': _round(motion.smoothness()) if motion is not None else None,
+            'idle_s': round(motion.idle_ns / 1e9, 3) if motion is not None else None,
             'peak_force_n': _round(self.wrench.peak_n) if self.wrench is not None else None,
             'cameras': {topic: {'frames': w.frames, **{k: _round(v) for k, v in w.stats().items()}}
                         for topic, w in self.cameras.items()},
@@ -202,7 +207,7 @@ class EpisodeQuality:
         if self.undecodable:
             metrics['undecodable'] = dict(self.undecodable)
         return EpisodeReport(findings, metrics, self.first_ns, self.last_ns,
-                             (times, rows) if len(times) else None, list(self.motion.names))
+                             (times, rows) if len(times) else None, list(motion.names) if motion else [])
 
     def _completeness(self, outcome: str | None, min_episode_s: float) -> list[Finding]:
         out = []
