@@ -19,7 +19,7 @@ from typing import Any
 from mcap.exceptions import McapError
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import StreamReader
-from rosbags.interfaces import Qos, QosDurability
+from rosbags.interfaces import MessageDefinitionFormat, Qos, QosDurability
 from rosbags.rosbag2 import Reader
 from rosbags.rosbag2.errors import ReaderError
 from rosbags.serde import SerdeError
@@ -42,7 +42,7 @@ class TopicInfo:
     count: int
     serialization_format: str = 'cdr'
     latched: bool = False
-    msgdef: str = ''
+    msgdef: str | None = None  # the definition the bag embeds ('' for a message without fields); None: none
     qos: tuple[Qos, ...] = ()
 
 
@@ -298,7 +298,7 @@ class _RosbagsSource(_Source):
             count = conn.msgcount + (self.topics[conn.topic].count if conn.topic in self.topics else 0)
             self.topics[conn.topic] = TopicInfo(
                 conn.topic, conn.msgtype, count, getattr(ext, 'serialization_format', 'cdr'), latched,
-                conn.msgdef.data if conn.msgdef else '', tuple(qos),
+                _definition(conn.msgdef), tuple(qos),
             )
         self.message_count = self._reader.message_count
         self.start_ns = self._reader.start_time
@@ -350,7 +350,7 @@ class _ScannedMcap(_Source):
         """Yield (record, bytes read so far) for every intact record; stop at the damage."""
         self._schemas: dict[int, Schema] = {}
         self._channels: dict[int, tuple[str, str]] = {}
-        self._topic_meta: dict[str, tuple[str, str, bool, str]] = {}
+        self._topic_meta: dict[str, tuple[str, str, bool, str | None]] = {}
         with self.file.open('rb') as f:
             reader = StreamReader(f, emit_chunks=True, validate_crcs=True)
             try:
@@ -369,7 +369,7 @@ class _ScannedMcap(_Source):
         elif isinstance(record, Channel):
             schema = self._schemas.get(record.schema_id)
             msgtype = schema.name if schema else '__schemaless__'
-            msgdef = schema.data.decode('utf-8', 'replace') if schema and schema.encoding == 'ros2msg' else ''
+            msgdef = schema.data.decode('utf-8', 'replace') if schema and schema.encoding == 'ros2msg' else None
             qos = record.metadata.get('offered_qos_profiles', '')
             self._channels[record.id] = (record.topic, msgtype)
             self._topic_meta[record.topic] = (msgtype, record.message_encoding, 'transient_local' in qos, msgdef)
@@ -388,6 +388,13 @@ class _ScannedMcap(_Source):
             yield BagMessage(topic, msgtype, record.log_time, record.data)
 
 
+def _definition(msgdef: Any) -> str | None:
+    """The text of an embedded definition; '' is a real one (a message without fields, like test_msgs/Empty)."""
+    if msgdef is None or msgdef.format == MessageDefinitionFormat.NONE:
+        return None
+    return str(msgdef.data)
+
+
 def _chunk_records(chunk: Chunk) -> list[Any]:
     from mcap.stream_reader import breakup_chunk
 
@@ -401,7 +408,7 @@ def _typestore_for(topics: Collection[TopicInfo], notes: list[str]) -> Typestore
         own.update(get_types_from_msg(text, name))
     store.register(own)
     for info in topics:
-        if info.msgtype in store.fielddefs or not info.msgdef:
+        if info.msgtype in store.fielddefs or info.msgdef is None:
             continue
         try:
             if info.msgdef.startswith('=' * 80 + '\nIDL: '):
