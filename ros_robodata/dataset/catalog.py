@@ -38,11 +38,16 @@ CREATE TABLE IF NOT EXISTS episodes (
     score         REAL,
     scores        TEXT NOT NULL DEFAULT '{}',
     bag_sha256    TEXT NOT NULL DEFAULT '{}',
-    updated_ns    INTEGER NOT NULL
+    updated_ns    INTEGER NOT NULL,
+    source_id     TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS episodes_task ON episodes (task);
 CREATE INDEX IF NOT EXISTS episodes_status ON episodes (status);
 """
+# Columns added after schema 1 was released, with their definitions: a catalog written by an older ros_robodata
+# gains them when opened (an older ros_robodata ignores them: it names the columns it reads).
+_ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''"}
+_ADDED_INDEXES = ('CREATE INDEX IF NOT EXISTS episodes_source ON episodes (source_id)',)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class Catalog:
             conn.execute(
                 'INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)', ('schema_version', str(SCHEMA_VERSION))
             )
+            _add_columns(conn)
 
     def check(self) -> None:
         """Fail clearly on a catalog that is not ours or is from a newer version."""
@@ -113,23 +119,26 @@ class Catalog:
         if int(row[0]) > SCHEMA_VERSION:
             msg = f'{self.path}: catalog schema {row[0]} is newer than this ros_robodata ({SCHEMA_VERSION})'
             raise DatasetError(msg)
+        with self._connect() as conn:
+            _add_columns(conn)
 
     def upsert(self, episode: Episode, *, message_count: int = 0, size_bytes: int = 0) -> None:
         with self._connect() as conn:
             conn.execute(
                 """INSERT INTO episodes (id, task, operator, mode, robot, outcome, status, start_ns, stop_ns,
-                       duration_s, message_count, size_bytes, bag_sha256, updated_ns)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       duration_s, message_count, size_bytes, bag_sha256, updated_ns, source_id)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (id) DO UPDATE SET task=excluded.task, operator=excluded.operator,
                        mode=excluded.mode, robot=excluded.robot, outcome=excluded.outcome,
                        status=excluded.status, start_ns=excluded.start_ns, stop_ns=excluded.stop_ns,
                        duration_s=excluded.duration_s, message_count=excluded.message_count,
                        size_bytes=excluded.size_bytes, bag_sha256=excluded.bag_sha256,
-                       updated_ns=excluded.updated_ns""",
+                       updated_ns=excluded.updated_ns, source_id=excluded.source_id""",
                 (
                     episode.id, episode.task, episode.operator, episode.mode, episode.robot, episode.outcome,
                     episode.status, episode.start_ns, episode.stop_ns, episode.duration_s, message_count,
                     size_bytes, json.dumps(episode.bag_sha256, sort_keys=True), time.time_ns(),
+                    str(episode.source.get('content_id', '')),
                 ),
             )
 
@@ -141,6 +150,12 @@ class Catalog:
             )
             if cur.rowcount == 0:
                 raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
+
+    def with_source(self, content_id: str) -> list[str]:
+        """Ids of the episodes imported from the recording with this content id."""
+        with self._connect() as conn:
+            rows = conn.execute('SELECT id FROM episodes WHERE source_id = ? ORDER BY id', (content_id,)).fetchall()
+        return [row[0] for row in rows]
 
     def get(self, episode_id: str) -> CatalogRow | None:
         rows = self.query('id = ?', (episode_id,))
@@ -171,3 +186,12 @@ class Catalog:
     def delete(self, episode_id: str) -> None:
         with self._connect() as conn:
             conn.execute('DELETE FROM episodes WHERE id = ?', (episode_id,))
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    have = {row[1] for row in conn.execute('PRAGMA table_info(episodes)')}
+    for name, definition in _ADDED_COLUMNS.items():
+        if name not in have:
+            conn.execute(f'ALTER TABLE episodes ADD COLUMN {name} {definition}')
+    for statement in _ADDED_INDEXES:
+        conn.execute(statement)

@@ -26,6 +26,7 @@ from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import OUTCOMES, STATUSES, Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.errors import DatasetError
+from ros_robodata.files import write_atomic
 
 DATASET_FILE = 'dataset.yaml'
 
@@ -130,6 +131,15 @@ class Dataset:
     def name(self) -> str:
         return str(self.info.get('name', self.root.name))
 
+    def set_profile(self, profile: Any, who: str | None = None) -> None:
+        """Give a dataset made without a robot profile its snapshot (never replaces one it has)."""
+        if self.info.get('robot_profile'):
+            raise DatasetError(f'{self.root}: has a robot profile already')
+        self.info['robot_profile'] = {'source': str(getattr(profile, 'source', '')), 'sha256': profile.sha256,
+                                      'content': profile.to_dict()}
+        write_atomic(self.root / DATASET_FILE, yaml.safe_dump(self.info, sort_keys=False), durable=True)
+        append_audit(self.audit_path, 'set_profile', None, who, sha256=profile.sha256)
+
     # -- episodes -------------------------------------------------------------------------------
 
     def episode_dir(self, episode_id: str) -> Path:
@@ -140,16 +150,21 @@ class Dataset:
 
     def new_episode_id(self, now: float | None = None) -> str:
         """A readable, sortable id (UTC start time); reserves its folder so two recorders never share one."""
-        stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime(time.time() if now is None else now))
+        return self.reserve_episode_id(time.strftime('%Y%m%d-%H%M%S', time.gmtime(time.time() if now is None else now)))
+
+    def reserve_episode_id(self, wanted: str) -> str:
+        """`wanted`, or wanted-2, wanted-3 ... when an episode (or a reserved folder) has that name; the folder is
+        created empty, so two recorders or importers never take the same id."""
+        check_episode_id(wanted)
         self.episodes_dir.mkdir(parents=True, exist_ok=True)
-        for n in range(1, 1000):
-            candidate = stamp if n == 1 else f'{stamp}-{n}'
+        for n in range(1, 10_000):
+            candidate = wanted if n == 1 else f'{wanted}-{n}'
             try:
                 (self.episodes_dir / candidate).mkdir()
             except FileExistsError:
                 continue
             return candidate
-        raise DatasetError(f'{self.episodes_dir}: cannot allocate an episode id for {stamp}')
+        raise DatasetError(f'{self.episodes_dir}: cannot allocate an episode id for {wanted}')
 
     def add_episode(self, episode: Episode, who: str | None = None) -> Episode:
         """Register a new episode (its folder may already hold the bag)."""
@@ -164,7 +179,7 @@ class Dataset:
     def save_episode(self, episode: Episode) -> None:
         """Write episode.yaml and refresh its catalog row (no audit entry: see set_outcome/set_status)."""
         write_episode(self.episode_dir(episode.id) / 'episode.yaml', episode)
-        self.catalog.upsert(episode, **self._bag_stats(episode))
+        self.catalog.upsert(episode, **self.bag_stats(episode))
 
     def episode(self, episode_id: str) -> Episode:
         path = self.episode_dir(episode_id) / 'episode.yaml'
@@ -176,7 +191,8 @@ class Dataset:
         """Every episode folder with an episode.yaml, sorted."""
         if not self.episodes_dir.is_dir():
             return []
-        return sorted(p.name for p in self.episodes_dir.iterdir() if (p / 'episode.yaml').is_file())
+        return sorted(p.name for p in self.episodes_dir.iterdir()
+                      if not p.name.startswith('.') and (p / 'episode.yaml').is_file())
 
     def list(
         self, *, task: str | None = None, status: str | None = None, outcome: str | None = None
@@ -246,14 +262,14 @@ class Dataset:
         return problems
 
     def _verify_bag(self, episode: Episode) -> list[Problem]:
-        files = {p.name: p for p in self.bag_files(episode.id)}
-        if not files:
+        problems = self._verify_links(episode)
+        files = {p.name: p for p in self.bag_files(episode.id) if not p.is_symlink()}
+        if not files and not problems:
             return [Problem(episode.id, 'no bag')]
         if episode.status == 'recording':
             return []  # still being written: nothing to compare yet
         if not episode.bag_sha256:
-            return [Problem(episode.id, 'no checksums recorded for its bag')]
-        problems = []
+            return [*problems, Problem(episode.id, 'no checksums recorded for its bag')]
         for name, expected in sorted(episode.bag_sha256.items()):
             if name not in files:
                 problems.append(Problem(episode.id, f'bag file {name} is missing'))
@@ -263,10 +279,27 @@ class Dataset:
             problems.append(Problem(episode.id, f'bag file {name} is not in the recorded checksums'))
         return problems
 
-    def rebuild_catalog(self) -> int:
-        """Recreate every catalog row from the episode.yaml files; returns how many.
+    def _verify_links(self, episode: Episode) -> list[Problem]:
+        """A bag imported with --link points at the recording where it lies: it must still be there, holding the
+        content it had (checked by its content id: cheap, whatever its size)."""
+        from ros_robodata.dataset.sources import content_id
 
-        An unreadable catalog is moved aside (catalog.sqlite.corrupt-<time>) and made anew.
+        bag = self.bag_dir(episode.id)
+        links = sorted(p for p in bag.iterdir() if p.is_symlink()) if bag.is_dir() else []
+        gone = [p for p in links if not p.exists()]
+        if gone:
+            return [Problem(episode.id, f'bag file {p.name} links to {os.readlink(p)}, which is gone') for p in gone]
+        expected = episode.source.get('content_id')
+        if links and expected and content_id(links) != expected:
+            return [Problem(episode.id, f'the linked recording {episode.source.get("path")} changed since it was '
+                                        'imported (content id mismatch)')]
+        return []
+
+    def rebuild_catalog(self) -> int:
+        """Recreate every catalog row from the episode.yaml files; returns how many episodes it lists.
+
+        An unreadable catalog is moved aside (catalog.sqlite.corrupt-<time>) and made anew. An episode.yaml that
+        cannot be read is left out (see skipped_folders() for what was left out and why).
         """
         try:
             self.catalog.check()
@@ -276,15 +309,39 @@ class Dataset:
             self.catalog.create()
             append_audit(self.audit_path, 'catalog_set_aside', None, kept=str(kept))
             rows = []
-        ids = self.episode_ids()
-        for row in rows:
-            if row.id not in ids:
-                self.catalog.delete(row.id)
-        for episode_id in ids:
-            episode = self.episode(episode_id)
-            self.catalog.upsert(episode, **self._bag_stats(episode))
+        listed = 0
+        readable = set()
+        for episode_id in self.episode_ids():
+            try:
+                episode = self.episode(episode_id)
+            except DatasetError:
+                continue
+            readable.add(episode_id)
+            self.catalog.upsert(episode, **self.bag_stats(episode))
             self._restore_scores(episode_id)
-        return len(ids)
+            listed += 1
+        for row in rows:
+            if row.id not in readable:
+                self.catalog.delete(row.id)
+        return listed
+
+    def skipped_folders(self) -> list[tuple[str, str]]:
+        """(folder name, why) for every folder under episodes/ that is not a readable episode, with what to do."""
+        out: list[tuple[str, str]] = []
+        if not self.episodes_dir.is_dir():
+            return out
+        for folder in sorted(p for p in self.episodes_dir.iterdir() if p.is_dir() and not p.name.startswith('.')):
+            if not (folder / 'episode.yaml').is_file():
+                empty = not any(folder.iterdir())
+                out.append((folder.name, 'empty (a recording or an import that was stopped): `robodata repair '
+                                         'DATASET` removes it' if empty else 'no episode.yaml (a bag copied in by '
+                                         'hand?): `robodata repair DATASET` registers it'))
+                continue
+            try:
+                self.episode(folder.name)
+            except DatasetError as err:
+                out.append((folder.name, f'episode.yaml unreadable: {" ".join(str(err).split())}'))
+        return out
 
     def _restore_scores(self, episode_id: str) -> None:
         """Scores live in the episode's quality.json (`robodata score`); the catalog only indexes them."""
@@ -297,7 +354,28 @@ class Dataset:
         except (ValueError, OSError, AttributeError):
             append_audit(self.audit_path, 'unreadable_quality_file', episode_id, path=str(path))
 
-    def _bag_stats(self, episode: Episode) -> dict[str, int]:
+    def bag_stats(self, episode: Episode) -> dict[str, int]:
         files = self.bag_files(episode.id)
         count = sum(int(t.get('count', 0)) for t in episode.topics.values())
         return {'message_count': count, 'size_bytes': sum(p.stat().st_size for p in files)}
+
+
+def verify_bag(path: Path) -> list[Problem]:
+    """A bag with no recorded checksums (not an episode): read every message, so a damaged chunk or a cut-off
+    file shows up, and name what was wrong."""
+    from ros_robodata.bag.reader import BagReader
+    from ros_robodata.errors import BagError
+
+    name = str(path)
+    try:
+        with BagReader(path) as reader:
+            listed = reader.message_count
+            read = sum(1 for _ in reader.messages())
+            problems = [Problem(name, note) for note in reader.notes]
+            if read != listed:
+                problems.append(Problem(name, f'{read} message(s) readable of {listed} listed'))
+            return problems
+    except BagError as err:
+        return [Problem(name, ' '.join(str(err).split()))]
+    except Exception as err:  # a corrupt chunk surfaces as whatever the decompressor or parser raises
+        return [Problem(name, f'unreadable past some point: {type(err).__name__}: {" ".join(str(err).split())}')]

@@ -17,7 +17,10 @@ import yaml
 from ros_robodata.errors import DatasetError
 
 OUTCOMES = ('success', 'failure', 'recovery', 'unknown')
-MODES = ('teleop', 'kinesthetic')
+# teleop: an operator commands the arm through a device; kinesthetic: the operator moves the arm by hand;
+# autonomous: a policy or program ran the robot (deployed robots' logs); human: a person did the task with no robot
+# (a phone video, a capture studio); unknown: not said (data imported from elsewhere).
+MODES = ('teleop', 'kinesthetic', 'autonomous', 'human', 'unknown')
 # recording: bag open; complete: closed normally; interrupted: closed by Ctrl-C/SIGTERM;
 # incomplete: closed by an error (disk full) or recovered by `robodata repair`;
 # discarded: the operator threw it away (kept on disk); approved / rejected: a reviewer's verdict.
@@ -49,11 +52,16 @@ class Episode:
     stop_ns: int | None = None  # last message in the bag
     marked_start_ns: int | None = None  # when the operator pressed start
     marked_stop_ns: int | None = None  # when the operator pressed stop
+    stamp_start_ns: int | None = None  # earliest header stamp in the bag (sensor time); None: not read
+    stamp_stop_ns: int | None = None  # latest header stamp in the bag
     profile_sha256: str = ''
     notes: str = ''
     topics: dict[str, dict[str, Any]] = field(default_factory=dict)
     loss: dict[str, Any] = field(default_factory=dict)
     bag_sha256: dict[str, str] = field(default_factory=dict)
+    # Where an imported episode came from (path, kind, method, content_id, window, video metadata); empty when
+    # the recorder wrote it.
+    source: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_episode_id(self.id)

@@ -27,7 +27,7 @@ from ros_robodata.dataset.audit import append_audit
 from ros_robodata.errors import RobodataError
 from ros_robodata.record.cdr_stamp import starts_with_header
 from ros_robodata.record.preroll import PreRoll
-from ros_robodata.record.topic_stats import TopicStats
+from ros_robodata.record.topic_stats import TopicStats, stamp_range
 
 _LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)
 _PERIODIC_S = 0.1
@@ -390,6 +390,7 @@ class EpisodeRecorder:
         last = [s.last_t_ns for s in self._stats.values() if s.last_t_ns is not None]
         episode.stop_ns = max(last) if last else t_ns
         episode.topics = {topic: stats.summary() for topic, stats in self._stats.items()}
+        episode.stamp_start_ns, episode.stamp_stop_ns = stamp_range(self._stats.values())
         per_topic = {topic: stats.loss() for topic, stats in self._stats.items()}
         episode.loss = {
             'total_lost': sum(s.lost for s in self._stats.values()),
@@ -512,6 +513,7 @@ class EpisodeRecorder:
         t_ns = self._clock_ns()
         episode.marked_stop_ns = t_ns
         episode.topics = {topic: stats.summary() for topic, stats in self._stats.items()}
+        episode.stamp_start_ns, episode.stamp_stop_ns = stamp_range(self._stats.values())
         try:
             self.dataset.save_episode(episode)
         except OSError as save_err:

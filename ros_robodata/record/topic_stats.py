@@ -8,6 +8,7 @@ recorder itself had to drop is counted separately.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ class TopicStats:
     first_t_ns: int | None = None
     last_t_ns: int | None = None
     last_stamp_ns: int | None = None
+    min_stamp_ns: int | None = None
+    max_stamp_ns: int | None = None
     missing_by_stamp: int = 0
     gaps: int = 0
     out_of_order: int = 0
@@ -66,6 +69,10 @@ class TopicStats:
             self.latency_sum_ns += latency
             self.latency_max_ns = max(self.latency_max_ns, latency)
             self.latency_samples += 1
+        if self.min_stamp_ns is None or stamp < self.min_stamp_ns:
+            self.min_stamp_ns = stamp
+        if self.max_stamp_ns is None or stamp > self.max_stamp_ns:
+            self.max_stamp_ns = stamp
         previous, self.last_stamp_ns = self.last_stamp_ns, stamp
         if previous is None:
             return
@@ -127,3 +134,10 @@ class TopicStats:
             'latency_ms_mean': None if mean is None else round(mean, 3),
             'latency_ms_max': round(self.latency_max_ns / 1e6, 3) if self.latency_samples else None,
         }
+
+
+def stamp_range(stats: Iterable[TopicStats]) -> tuple[int | None, int | None]:
+    """Earliest and latest header stamp over the stamped, unlatched topics (sensor time, not receive time)."""
+    lows = [s.min_stamp_ns for s in stats if s.min_stamp_ns is not None]
+    highs = [s.max_stamp_ns for s in stats if s.max_stamp_ns is not None]
+    return (min(lows) if lows else None, max(highs) if highs else None)

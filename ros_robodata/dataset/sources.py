@@ -1,0 +1,163 @@
+"""Recordings made elsewhere, found on disk: rosbag2 bags (a folder or a bare .mcap/.db3) and videos.
+
+A user points `robodata import` (or any analysis command) at a bag, a video, or a folder of them; this
+module says which recordings are there, without reading their messages, and gives each a content id
+that stays the same wherever the files are copied to, so the same recording is never imported twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ros_robodata.bag.reader import STORAGE_SUFFIXES
+from ros_robodata.bag.video import VIDEO_SUFFIXES
+from ros_robodata.errors import RobodataError
+
+METADATA_FILE = 'metadata.yaml'
+# Files up to this size are hashed whole; larger ones by a fixed sample, so identifying a recording costs the
+# same for 10 MB and 100 GB.
+WHOLE_FILE_BYTES = 16 << 20
+SAMPLE_BLOCKS = 32
+SAMPLE_BLOCK_BYTES = 64 << 10
+_SPLIT_PART = re.compile(r'^(?P<base>.+)_(?P<index>\d+)$')
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One recording on disk: `kind` is 'bag' (a rosbag2 folder), 'bag_file' (a bare .mcap/.db3 outside any
+    bag folder) or 'video'; `files` are the storage (or video) files that hold its content."""
+
+    kind: str
+    path: Path
+    files: tuple[Path, ...]
+
+    @property
+    def name(self) -> str:
+        """The recording's own name: the bag folder's name, or the file's name without its suffix."""
+        return self.path.name if self.kind == 'bag' else self.path.stem
+
+    @property
+    def is_bag(self) -> bool:
+        return self.kind in ('bag', 'bag_file')
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.files)
+
+    @property
+    def has_metadata(self) -> bool:
+        return self.kind == 'bag' and (self.path / METADATA_FILE).is_file()
+
+
+def is_bag_folder(path: Path) -> bool:
+    """A folder that is itself one bag: it has metadata.yaml, or storage files named like one bag's parts
+    (rosbag2 names them <folder>_0.mcap, <folder>_1.mcap, ...) and no metadata.yaml yet (a recorder that
+    was killed, or one still writing)."""
+    if not path.is_dir():
+        return False
+    if (path / METADATA_FILE).is_file():
+        return True
+    storage = [p for p in path.iterdir() if p.suffix in STORAGE_SUFFIXES and p.is_file()]
+    return bool(storage) and all(_part_of(p, path.name) for p in storage)
+
+
+def _part_of(file: Path, folder_name: str) -> bool:
+    match = _SPLIT_PART.match(file.stem)
+    return file.stem == folder_name or (match is not None and match['base'] == folder_name)
+
+
+def recording_at(path: Path) -> Recording | None:
+    """The recording `path` itself is (a bag folder, a bare bag file, a video), or None."""
+    if path.is_file():
+        if path.suffix in STORAGE_SUFFIXES:
+            return Recording('bag_file', path, (path,))
+        if path.suffix.lower() in VIDEO_SUFFIXES:
+            return Recording('video', path, (path,))
+        return None
+    if is_bag_folder(path):
+        return Recording('bag', path, tuple(_bag_files(path)))
+    return None
+
+
+def _bag_files(path: Path) -> list[Path]:
+    storage = sorted(p for p in path.iterdir() if p.suffix in STORAGE_SUFFIXES and p.is_file())
+    return storage
+
+
+def find_recordings(paths: Iterable[str | Path], *, videos: bool = True) -> list[Recording]:
+    """Every recording at or under `paths`, in a stable order; a bag folder is never searched inside.
+    RobodataError for a path that does not exist or holds no recording at all."""
+    found: list[Recording] = []
+    for given in paths:
+        path = Path(given)
+        if not path.exists():
+            raise RobodataError(f'{path}: no such file or directory')
+        here = recording_at(path)
+        if here is not None:
+            if here.kind == 'video' and not videos:
+                raise RobodataError(f'{path}: a video, not a bag: run `robodata import {path} --dataset D` first')
+            found.append(here)
+            continue
+        if path.is_file():
+            raise RobodataError(f'{path}: not a bag or a video (expected a bag folder, .mcap, .db3, or one of '
+                                f'{", ".join(VIDEO_SUFFIXES)})')
+        inside = list(_walk(path, videos))
+        if not inside:
+            kinds = 'bags or videos' if videos else 'bags'
+            raise RobodataError(f'{path}: no {kinds} in this folder (looked for metadata.yaml, .mcap and .db3 files'
+                                + (', and videos' if videos else '') + ')')
+        found.extend(inside)
+    return found
+
+
+def _walk(folder: Path, videos: bool) -> Iterable[Recording]:
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as err:
+        raise RobodataError(f'{folder}: cannot list: {err.strerror or err}') from None
+    for entry in entries:
+        if entry.name.startswith('.'):
+            continue  # hidden: our own staging folders, editors' temporary files
+        recording = recording_at(entry)
+        if recording is not None:
+            if recording.kind != 'video' or videos:
+                yield recording
+        elif entry.is_dir() and not entry.is_symlink():
+            yield from _walk(entry, videos)
+
+
+def content_id(files: Iterable[Path]) -> str:
+    """sha256 over each file's size and content: whole for files up to 16 MiB, else 32 blocks of 64 KiB spread
+    evenly from the first byte to the last. Two recordings share it only when they hold the same bytes (any
+    two different recordings differ in their stamps throughout), whatever their names or folders."""
+    digest = hashlib.sha256(b'ros_robodata.content_id/1')
+    for file in files:
+        size = file.stat().st_size
+        digest.update(size.to_bytes(8, 'little'))
+        with file.open('rb') as f:
+            if size <= WHOLE_FILE_BYTES:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+                continue
+            last = size - SAMPLE_BLOCK_BYTES
+            for i in range(SAMPLE_BLOCKS):
+                f.seek(last * i // (SAMPLE_BLOCKS - 1))
+                digest.update(f.read(SAMPLE_BLOCK_BYTES))
+    return digest.hexdigest()
+
+
+def file_state(files: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    """(name, size, mtime_ns) of each file: what a watcher compares to tell a file still being written."""
+    state = []
+    for file in files:
+        try:
+            st = os.stat(file)
+        except OSError:
+            continue
+        state.append((file.name, st.st_size, st.st_mtime_ns))
+    return tuple(state)
