@@ -151,15 +151,19 @@ ERROR_CASES = {
     'profile_missing': Case('profile', lambda t, m, w: ['profile', t / 'absent.yaml'], 'absent.yaml'),
     'init_with_broken_profile': Case(
         'init', lambda t, m, w: ['init', t / 'new_ds', '--profile', _broken_profile(t)], 'broken_profile.yaml'),
-    'info_dir_not_a_bag': Case('info', lambda t, m, w: ['info', _a_dir(t)], 'not a bag'),
-    'info_dir_with_text_files': Case('info', lambda t, m, w: ['info', _a_dir(t, 'readme.txt')], 'not a bag'),
-    'info_text_file': Case('info', lambda t, m, w: ['info', _a_file(t, 'notes.txt')], 'notes.txt: not a bag'),
+    'info_dir_not_a_bag': Case('info', lambda t, m, w: ['info', _a_dir(t)], 'not a dataset, an episode or a bag'),
+    'info_dir_with_text_files': Case('info', lambda t, m, w: ['info', _a_dir(t, 'readme.txt')],
+                                     'not a dataset, an episode or a bag'),
+    'info_text_file': Case('info', lambda t, m, w: ['info', _a_file(t, 'notes.txt')],
+                           'notes.txt: not a dataset, an episode or a bag'),
     'repair_truncated_mcap_file': Case('repair', lambda t, m, w: ['repair', _truncated_mcap(t, w)], 'cut.mcap'),
-    'verify_truncated_mcap_file': Case('verify', lambda t, m, w: ['verify', _truncated_mcap(t, w)], 'cut.mcap'),
     'list_truncated_mcap_file': Case('list', lambda t, m, w: ['list', _truncated_mcap(t, w)], 'not a dataset'),
-    'set_on_a_dataset': Case('set', lambda t, m, w: ['set', m(1).root, '--outcome', 'success'], 'is a dataset'),
-    'set_on_a_bag': Case('set', lambda t, m, w: ['set', _episode(m(1)) / 'bag', '--outcome', 'success'], 'is a bag'),
-    'set_on_a_plain_dir': Case('set', lambda t, m, w: ['set', _a_dir(t), '--status', 'approved'], 'folder'),
+    'set_on_a_dataset': Case('set', lambda t, m, w: ['set', m(1).root, '--outcome', 'success'],
+                             'a dataset, not an episode'),
+    'set_on_a_bag': Case('set', lambda t, m, w: ['set', _episode(m(1)) / 'bag', '--outcome', 'success'],
+                         'the bag of episode'),
+    'set_on_a_plain_dir': Case('set', lambda t, m, w: ['set', _a_dir(t), '--status', 'approved'],
+                               'not a dataset, an episode or a bag'),
     'set_on_an_episode_outside_a_dataset': Case(
         'set', lambda t, m, w: ['set', _stray_episode(t, m), '--outcome', 'success'], 'not inside a dataset'),
     'set_with_nothing_to_change': Case('set', lambda t, m, w: ['set', _episode(m(1))], 'nothing to change'),
@@ -185,6 +189,19 @@ def test_bad_input_gives_one_error_line(tmp_path, make_demo_dataset, write_demo_
     assert lines[0].startswith(f'robodata {case.command}: error: ')
     assert case.says in lines[0]
     assert tree(tmp_path) == before  # a failed command leaves nothing behind
+
+
+def test_verify_reads_a_bag_on_its_own_and_names_its_damage(tmp_path, write_demo_bag):
+    """A bag outside any dataset has no recorded checksums: verify reads every message instead, and a cut-off
+    file is a finding (exit 1), not a usage error."""
+    whole = tmp_path / 'intact'
+    write_demo_bag(whole)
+    result = run_process('verify', whole, cwd=tmp_path)
+    assert result.returncode == 0 and '1 bag(s) checked, 0 problem(s)' in result.stdout
+    result = run_process('verify', _truncated_mcap(tmp_path, write_demo_bag), cwd=tmp_path)
+    assert result.returncode == 1 and 'Traceback' not in result.stderr
+    assert 'FAIL' in result.stdout and 'cut.mcap is damaged or truncated' in result.stdout
+    assert '1 bag(s) checked, 1 problem(s)' in result.stdout
 
 
 def test_init_with_a_broken_profile_creates_nothing(tmp_path, capsys):
@@ -428,7 +445,8 @@ def test_repair_a_whole_episode_or_dataset_changes_nothing(capsys, make_demo_dat
 
     code, out, err = run(capsys, 'repair', first)
     assert (code, err) == (0, '')
-    assert out.strip() == f'{first.name}: whole, nothing to do'
+    assert out.splitlines() == [f'{first.name}: whole, nothing to do',
+                                '1 episode folder(s) checked: 0 repaired, 0 not repairable, 1 whole']
     results = run_json(capsys, 'repair', dataset.root)
     assert [(r['episode'], r['actions'], r['messages']) for r in results] == [
         (episode_id, [], 52) for episode_id in dataset.episode_ids()]

@@ -186,7 +186,7 @@ def test_segment_command_writes_events_json(tmp_path: Path, capsys: pytest.Captu
     assert [s['name'] for s in data['timeline']] == ['reach', 'grasp', 'transport', 'release', 'retreat']
 
     assert main(['segment', str(bag)]) == 1
-    assert 'needs --profile' in capsys.readouterr().err
+    assert 'or pass --profile to work on it alone' in capsys.readouterr().err
 
 
 def test_segment_dataset_writes_each_episode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ros_robodata.cli.common import need, print_json, progress, resolve, stdout
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
+from ros_robodata.dataset.dataset import verify_bag
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
@@ -41,7 +42,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description='Check that each episode has its files, that they match the sha256 recorded '
                                    'when they were written, and that the catalog agrees with episode.yaml. '
                                    'Exit status 1 when anything is wrong.')
-    p.add_argument('path', help='a dataset or an episode folder')
+    p.add_argument('path', help='a dataset, an episode folder, a bag or a folder of bags (a bag on its own has no '
+                                'recorded checksums: every message is read and every chunk checked instead)')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run_verify)
 
@@ -49,6 +51,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description='Recreate catalog.sqlite rows from every episodes/*/episode.yaml.')
     p.add_argument('action', choices=['rebuild'], help='what to do')
     p.add_argument('path', help='a dataset')
+    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run_catalog)
 
 
@@ -92,14 +95,18 @@ def run_set(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    target = need(resolve(args.path), 'dataset', 'episode')
-    assert target.dataset is not None
-    if target.kind == 'episode':
+    target = resolve(args.path)
+    if target.kind in ('bag', 'bags'):
+        problems = [p for r in progress(target.recordings, 'verifying', total=len(target.recordings), quiet=args.json)
+                    for p in verify_bag(r.path)]
+        checked = len(target.recordings)
+    elif target.kind == 'episode':
         assert target.episode_id is not None
         problems = [p for p in target.dataset.verify(lambda ids: [target.episode_id])  # type: ignore[list-item]
                     if p.episode == target.episode_id]
         checked = 1
     else:
+        assert target.dataset is not None
         checked = len(target.dataset.episode_ids())
         problems = target.dataset.verify(lambda ids: progress(ids, 'verifying', total=checked, quiet=args.json))
     if args.json:
@@ -108,12 +115,19 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         for problem in problems:
             stdout.print(f'[red]FAIL[/] {problem}')
-        stdout.print(f'{checked} episode(s) checked, {len(problems)} problem(s)')
+        what = 'bag(s)' if target.kind in ('bag', 'bags') else 'episode(s)'
+        stdout.print(f'{checked} {what} checked, {len(problems)} problem(s)')
     return 1 if problems else 0
 
 
 def run_catalog(args: argparse.Namespace) -> int:
     dataset = Dataset.open(args.path, check_catalog=False)  # the catalog may be what is broken
     count = dataset.rebuild_catalog()
-    stdout.print(f'catalog rebuilt: {count} episode(s)')
+    skipped = dataset.skipped_folders()
+    if args.json:
+        print_json({'episodes': count, 'skipped': [{'folder': name, 'why': why} for name, why in skipped]})
+        return 0
+    for name, why in skipped:
+        stdout.print(f'[yellow]skipped[/] episodes/{name}: {why}')
+    stdout.print(f'catalog rebuilt: {count} episode(s)' + (f', {len(skipped)} folder(s) skipped' if skipped else ''))
     return 0

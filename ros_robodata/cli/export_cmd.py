@@ -8,15 +8,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import need, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import items, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import FRAMES_FILE, MANIFEST_FILE, ExportOptions, export_frames, plan_export
+from ros_robodata.export.frames import FRAMES_FILE, MANIFEST_FILE, ExportOptions, export_items, plan_export
 from ros_robodata.export.schedule import ScheduleSpec, parse_duration
 from ros_robodata.export.tasks import write_task_files
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.paths import config_path
-from ros_robodata.profile import load_profile
-from ros_robodata.segment.offline import dataset_profile
 
 SHOWN_UNMATCHED = 20
 
@@ -35,7 +33,7 @@ def add_parser(sub: Any) -> None:
                     f'tolerance, and write images/PCDs, a per-episode {FRAMES_FILE} and DIR/{MANIFEST_FILE}. '
                     'Re-running into the same folder skips episodes already exported; an interrupted export '
                     'resumes.')
-    f.add_argument('target', help='a dataset or an episode folder')
+    f.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags (with --profile)')
     f.add_argument('--out', required=True, help='output folder (created if absent)')
     f.add_argument('--every', help='one frame per time step, e.g. 0.5s or 500ms (default: every frame)')
     f.add_argument('--every-n', help='every Nth frame of the reference camera')
@@ -51,7 +49,7 @@ def add_parser(sub: Any) -> None:
     f.add_argument('--format', default='jpg', help='image format: jpg (default) or png; 16-bit mono is always png')
     f.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     f.add_argument('--workers', type=int, default=1, help='episodes exported in parallel (default 1)')
-    f.add_argument('--profile', help="robot profile YAML (default: the dataset's own)")
+    f.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     f.add_argument('--tasks', default=','.join(TOOLS),
                    help=f'task files for labeling tools: any of {",".join(TOOLS)}, or none (default: all)')
     f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
@@ -116,21 +114,24 @@ def run(args: argparse.Namespace) -> int:
     if unknown := [t for t in tools if t not in TOOLS]:
         raise RobodataError(f'--tasks: unknown tool(s) {", ".join(unknown)} (one of {", ".join(TOOLS)}, or none)')
     taxonomy = load_taxonomy(args.taxonomy or config_path('taxonomy.yaml')) if tools else None
-    target = need(resolve(args.target), 'dataset', 'episode')
-    assert target.dataset is not None
-    dataset = target.dataset
-    profile = load_profile(args.profile) if args.profile else dataset_profile(dataset)
-    plan_export(profile, options)  # every option checked before any file is written
-    if target.kind == 'episode':
-        assert target.episode_id is not None
-        ids = [target.episode_id]
-    else:
-        ids = [e.id for e in dataset.list() if e.status != 'discarded' and dataset.bag_files(e.id)]
-    if not ids:
-        raise RobodataError(f'{dataset.root}: no recorded episode to export')
+    target = resolve(args.target)
+    profile = profile_for(target, args.profile)
+    if options.schedule.around_events and target.dataset is None:
+        raise RobodataError(f'{target.path}: --around-events needs the events of episodes of a dataset: run '
+                            f'`robodata import {target.path} --dataset D` and `robodata segment D` first')
+    plan = plan_export(profile, options)  # every option checked before any file is written
+    chosen = items(target)
+    if not chosen:
+        raise RobodataError(f'{target.path}: no recorded episode to export')
+    if profile.topics.joint_states is None:
+        stdout.print('no joint_states in the profile: frames carry no joint state', markup=False)
     workers = min(args.workers, os.cpu_count() or 1)
-    result = export_frames(dataset, profile, ids, args.out, options, workers=workers,
-                           progress=lambda items: progress(items, 'exporting', total=len(ids)))
+    name = target.dataset.name if target.dataset is not None else target.path.resolve().name
+    result = export_items(chosen, profile, args.out, options, name=name, workers=workers,
+                          progress=lambda jobs: progress(jobs, 'exporting', total=len(chosen)))
+    for episode_id, sensors in result.missing.items():
+        topics = ', '.join(s.topic for s in (plan.reference, *plan.sensors) if s.name in sensors)
+        stdout.print(f'{episode_id}: no {topics} in its bag: its frames have no {", ".join(sensors)}', markup=False)
     unmatched = result.unmatched_frames
     for frame in unmatched[:SHOWN_UNMATCHED]:
         partners = ', '.join(f'{u["sensor"]} ({_offset(u["nearest_offset_ms"])})' for u in frame['unmatched'])

@@ -16,8 +16,9 @@ from ros_robodata.dataset import Dataset
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser('info', help='topics, counts, rates, duration, size and outcome of a bag, episode or dataset',
-                       description='Describe a bag (directory, .mcap or .db3), an episode folder or a dataset.')
-    p.add_argument('path', help='a bag, an episode folder (DATASET/episodes/ID) or a dataset')
+                       description='Describe a bag (directory, .mcap or .db3), a folder of bags, an episode folder or '
+                                   'a dataset.')
+    p.add_argument('path', help='a dataset, an episode folder (DATASET/episodes/ID), a bag, or a folder of bags')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run)
 
@@ -27,6 +28,10 @@ def run(args: argparse.Namespace) -> int:
     data = describe(target)
     if args.json:
         print_json(data)
+    elif target.kind == 'bags':
+        for bag in data['bags']:
+            _print_bag(bag, None)
+        stdout.print(f'{len(data["bags"])} bag(s) in {target.path}')
     elif target.kind == 'dataset':
         _print_dataset(data)
     elif target.kind == 'episode':
@@ -40,6 +45,12 @@ def describe(target: Target) -> dict[str, Any]:
     if target.kind == 'bag':
         with BagReader(target.path) as reader:
             return {'kind': 'bag', **bag_summary(reader)}
+    if target.kind == 'bags':
+        bags = []
+        for recording in target.recordings:
+            with BagReader(recording.path) as reader:
+                bags.append(bag_summary(reader))
+        return {'kind': 'bags', 'path': str(target.path), 'bags': bags}
     assert target.dataset is not None
     if target.kind == 'episode':
         assert target.episode_id is not None

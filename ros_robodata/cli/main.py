@@ -11,6 +11,7 @@ from ros_robodata.cli import (
     dataset_cmds,
     demo_cmd,
     export_cmd,
+    import_cmd,
     info,
     keys_cmd,
     launch_cmd,
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     info.add_parser(sub)
     dataset_cmds.add_parsers(sub)
+    import_cmd.add_parser(sub)
     repair.add_parser(sub)
     profile_cmd.add_parser(sub)
     launch_cmd.add_parser(sub)

@@ -5,75 +5,77 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.repair import repair_bag
 from ros_robodata.cli.common import print_json, progress, resolve, stdout
-from ros_robodata.dataset import Dataset
-from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.repair import repair_dataset, repair_episode
+from ros_robodata.dataset.targets import dataset_profile
+from ros_robodata.errors import RobodataError
+from ros_robodata.profile import load_profile
+
+__all__ = ['add_parser', 'run']
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        'repair', help='recover a bag after a crash: rewrite a missing metadata.yaml, salvage a truncated MCAP',
-        description='Repair a bag, an episode (its bag, then its episode.yaml and catalog row, status '
-                    '"incomplete" if it was still "recording") or every episode of a dataset that needs it. '
-                    'Damaged originals are kept in bag/damaged/.')
-    p.add_argument('path', help='an episode folder, a bag directory, or a dataset')
+        'repair', help='recover after a crash: rewrite a missing metadata.yaml, salvage a truncated MCAP, register '
+                       'a bag copied into a dataset by hand',
+        description='Repair a bag, a folder of bags, an episode (its bag, then its episode.yaml and catalog row, '
+                    'status "incomplete" if it was still "recording") or every episode folder of a dataset: a folder '
+                    'under episodes/ holding a bag but no episode.yaml is registered as an episode, an empty one '
+                    'left by a stopped recording or import is removed. Damaged originals are kept in bag/damaged/. '
+                    'Every folder checked is listed.')
+    p.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags')
+    p.add_argument('--profile', help="robot profile YAML to check registered bags against (default: the "
+                                     "dataset's own, if it has one)")
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    target = resolve(args.path)
+    target = resolve(args.target)
     results: list[dict[str, Any]] = []
     if target.kind == 'bag':
-        report = repair_bag(target.path)
+        report = repair_bag(target.path)  # a single bag that cannot be repaired is an error, said in one line
         results.append({'bag': str(target.path), 'actions': report.actions, 'messages': report.message_count})
+    elif target.kind == 'bags':
+        for recording in progress(target.recordings, 'repairing', quiet=args.json):
+            if recording.kind != 'bag':
+                results.append({'bag': str(recording.path), 'actions': [],
+                                'problem': 'a bare bag file: nothing to repair in place (`robodata import` makes '
+                                           'it an episode; `robodata repair` then works on its folder)'})
+                continue
+            try:
+                report = repair_bag(recording.path)
+                results.append({'bag': str(recording.path), 'actions': report.actions,
+                                'messages': report.message_count})
+            except RobodataError as err:
+                results.append({'bag': str(recording.path), 'actions': [], 'problem': ' '.join(str(err).split())})
+    elif target.kind == 'episode':
+        assert target.dataset is not None and target.episode_id is not None
+        results.append(repair_episode(target.dataset, target.episode_id))
     else:
         assert target.dataset is not None
-        ids = [target.episode_id] if target.kind == 'episode' else target.dataset.episode_ids()
-        for episode_id in progress(ids, 'repairing', quiet=args.json):
-            assert episode_id is not None
-            results.append(repair_episode(target.dataset, episode_id))
+        profile = load_profile(args.profile) if args.profile else _own_profile(target.dataset)
+        results = [r.to_json() for r in repair_dataset(target.dataset, profile)]
     if args.json:
         print_json(results)
     else:
         for r in results:
             name = r.get('episode') or r['bag']
-            stdout.print(f'{name}: ' + ('; '.join(r['actions']) if r['actions'] else 'whole, nothing to do'))
-    return 0
+            if r.get('problem'):
+                stdout.print(f'[red]{name}[/]: {r["problem"]}')
+            else:
+                stdout.print(f'{name}: ' + ('; '.join(r['actions']) if r['actions'] else 'whole, nothing to do'))
+        changed = sum(1 for r in results if r['actions'])
+        problems = sum(1 for r in results if r.get('problem'))
+        what = 'bag(s)' if target.kind in ('bag', 'bags') else 'episode folder(s)'
+        stdout.print(f'{len(results)} {what} checked: {changed} repaired, {problems} not repairable, '
+                     f'{len(results) - changed - problems} whole')
+    return 1 if any(r.get('problem') for r in results) else 0
 
 
-def repair_episode(dataset: Dataset, episode_id: str) -> dict[str, Any]:
-    """Repair one episode; a whole episode whose records agree with its bag is left untouched."""
-    episode = dataset.episode(episode_id)
-    bag = dataset.bag_dir(episode_id)
-    actions: list[str] = []
-    if not dataset.bag_files(episode_id):
-        return {'episode': episode_id, 'actions': ['no bag to repair'], 'messages': 0}
-    with BagReader(bag) as reader:
-        needs_bag_repair = not reader.complete
-    if needs_bag_repair:
-        actions.extend(repair_bag(bag).actions)
-    if needs_bag_repair or episode.status == 'recording' or not episode.bag_sha256:
-        with BagReader(bag) as reader:
-            episode.topics = {
-                name: {**episode.topics.get(name, {}), 'type': info.msgtype, 'count': info.count}
-                for name, info in reader.topics.items()
-            }
-            if reader.start_ns is not None:
-                episode.start_ns = episode.start_ns or reader.start_ns
-                episode.stop_ns = reader.end_ns
-            messages = reader.message_count
-        if episode.status == 'recording' or (needs_bag_repair and episode.status in ('complete', 'approved')):
-            why = 'the recorder did not close it' if episode.status == 'recording' else 'its bag was damaged'
-            actions.append(f'status {episode.status} -> incomplete ({why})')
-            episode.status = 'incomplete'
-        dataset.save_episode(episode)
-        dataset.record_checksums(episode_id)
-        actions.append('episode.yaml, catalog and checksums updated from the bag')
-        append_audit(dataset.audit_path, 'repair', episode_id, actions=actions)
-    else:
-        with BagReader(bag) as reader:
-            messages = reader.message_count
-    return {'episode': episode_id, 'actions': actions, 'messages': messages}
+def _own_profile(dataset: Any) -> Any:
+    try:
+        return dataset_profile(dataset)
+    except RobodataError:
+        return None  # a dataset made without a profile: bags are registered unchecked

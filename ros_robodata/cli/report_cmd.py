@@ -6,38 +6,47 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import human_bytes, need, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import human_bytes, items, profile_for, progress, resolve, stderr, stdout
+from ros_robodata.dataset.importer import episode_id_for
 from ros_robodata.errors import RobodataError
-from ros_robodata.profile import load_profile
-from ros_robodata.quality.report import REPORT_FILE, write_report
+from ros_robodata.quality.report import REPORT_FILE, report_items, write_report
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
-from ros_robodata.segment.offline import dataset_profile
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        'report', help='write a self-contained HTML quality report of a scored dataset',
+        'report', help='write a self-contained HTML quality report of a scored dataset (or of bags)',
         description=f'Read what `robodata score` wrote ({SUMMARY_FILE}, each episode\'s {QUALITY_FILE} and events) '
                     'and write one HTML page: the dataset summary, then per episode its reasons, a timeline of '
                     'the arm, gripper and wrist force with events and findings marked, and camera frames at the '
-                    'flagged moments. Figures and frames are embedded: the file opens offline.')
-    p.add_argument('dataset', help='a scored dataset')
-    p.add_argument('--out', help=f'where to write the page (default: DATASET/{REPORT_FILE})')
+                    'flagged moments. Figures and frames are embedded: the file opens offline. Bags on their own '
+                    '(a bag or a folder of bags, with --profile) are scored in memory first; nothing is written '
+                    'beside them.')
+    p.add_argument('target', help='a scored dataset, an episode folder (its dataset is reported), a bag, or a '
+                                  'folder of bags')
+    p.add_argument('--out', help=f'where to write the page (default: DATASET/{REPORT_FILE}; for bags, '
+                                 f'./<name>_{REPORT_FILE} in the current folder)')
     p.add_argument('--episodes', type=int, metavar='N',
                    help='detailed sections (timeline, frames) for the N worst-scoring episodes only (default all)')
-    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own)")
+    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
+    p.add_argument('--workers', type=int, default=1, help='bags scored in parallel (bags only; default 1)')
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.episodes is not None and args.episodes < 0:
         raise RobodataError('--episodes must be 0 or more')
-    target = need(resolve(args.dataset), 'dataset')
-    assert target.dataset is not None
-    dataset = target.dataset
-    profile = load_profile(args.profile) if args.profile else dataset_profile(dataset)
-    result = write_report(dataset, profile, Path(args.out) if args.out else None, detail=args.episodes,
-                          progress=lambda items: progress(items, 'reporting'))
+    target = resolve(args.target)
+    profile = profile_for(target, args.profile)
+    show = (lambda it: progress(it, 'reporting'))  # noqa: E731 - a one-line adapter
+    if target.dataset is not None:
+        result = write_report(target.dataset, profile, Path(args.out) if args.out else None, detail=args.episodes,
+                              progress=show)
+    else:
+        name = target.path.resolve().name
+        out = Path(args.out) if args.out else Path.cwd() / f'{episode_id_for(target.path.stem)}_{REPORT_FILE}'
+        result = report_items(items(target), profile, out, name=name, workers=max(1, args.workers),
+                              detail=args.episodes, progress=show)
     for episode_id, reason in result.problems.items():
         stderr.print(f'robodata report: {episode_id}: {reason}', markup=False, soft_wrap=True)
     stdout.print(str(result.path), markup=False)

@@ -8,25 +8,25 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import print_json, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import items, print_json, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.errors import RobodataError
-from ros_robodata.profile import load_profile
-from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE, score_bag, score_episodes
-from ros_robodata.segment.offline import dataset_profile
+from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE, score_episodes, score_items, skipped_checks
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        'score', help='check the quality of episodes and score them (quality.json, catalog scores)',
+        'score', help='check the quality of episodes or bags and score them (quality.json, catalog scores)',
         description='Stream every episode bag through the timing, motion, contact, image and completeness '
                     'checks; compare demonstrations of a task by DTW; evaluate the success criteria against the '
                     f'operator\'s label. Writes {QUALITY_FILE} into each episode, the scores into the catalog and '
-                    f'{SUMMARY_FILE} into the dataset. A bare bag is checked and printed, nothing written.')
-    p.add_argument('target', help='a dataset, an episode folder, or a bag')
-    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for a bare bag)")
+                    f'{SUMMARY_FILE} into the dataset. Bags on their own (a bag or a folder of bags, with --profile) '
+                    'are checked, compared with each other and printed; nothing is written.')
+    p.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags')
+    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     p.add_argument('--json', action='store_true', help='print JSON instead of tables')
     p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
-    p.add_argument('--no-images', action='store_true', help='skip the camera checks (they decode every frame)')
+    p.add_argument('--no-images', action='store_true',
+                   help='skip the camera checks (they decode frames: 10 a second and camera)')
     p.set_defaults(func=run)
 
 
@@ -35,38 +35,35 @@ def run(args: argparse.Namespace) -> int:
         raise RobodataError('--workers must be at least 1')
     workers = min(args.workers, os.cpu_count() or 1)
     target = resolve(args.target)
-    if target.kind == 'bag':
-        if not args.profile:
-            raise RobodataError(f'{target.path}: a bare bag needs --profile')
-        report = score_bag(target.path, load_profile(args.profile), images=not args.no_images).report
-        if args.json:
-            print_json(report.to_json())
-        else:
-            _show_findings(str(target.path), report.to_json())
-        return 0
-    assert target.dataset is not None
-    dataset = target.dataset
-    profile = load_profile(args.profile) if args.profile else dataset_profile(dataset)
-    if target.kind == 'episode':
-        assert target.episode_id is not None
-        ids = [target.episode_id]
+    profile = profile_for(target, args.profile)
+    chosen = items(target)
+    if not chosen:
+        raise RobodataError(f'{target.path}: no recorded episode to score')
+    for line in skipped_checks(profile):
+        stderr.print(f'robodata score: {line}', markup=False)
+
+    def show_progress(jobs: Any) -> Any:
+        return progress(jobs, 'scoring', total=len(chosen), quiet=args.json)
+
+    if target.dataset is not None:
+        run = score_episodes(target.dataset, profile, [i.name for i in chosen], workers=workers,
+                             images=not args.no_images, progress=show_progress)
     else:
-        ids = [e.id for e in dataset.list() if e.status != 'discarded' and dataset.bag_files(e.id)]
-    if not ids:
-        raise RobodataError(f'{dataset.root}: no recorded episode to score')
-    scores, failures, summary = score_episodes(
-        dataset, profile, ids, workers=workers, images=not args.no_images,
-        progress=lambda items: progress(items, 'scoring', total=len(ids), quiet=args.json))
-    if args.json:
-        print_json({'episodes': {i: s.to_json() for i, s in scores.items()}, 'failed': failures,
-                    'summary': summary})
-    elif target.kind == 'episode' and scores:
-        _show_findings(ids[0], next(iter(scores.values())).to_json())
+        run = score_items(chosen, profile, workers=workers, images=not args.no_images, progress=show_progress)
+    if args.json and target.kind == 'bag' and run.scores:
+        print_json(next(iter(run.scores.values())).to_json())
+    elif args.json:
+        print_json({'episodes': {i: s.to_json() for i, s in run.scores.items()}, 'failed': run.failed,
+                    'summary': run.summary})
+    elif target.kind in ('episode', 'bag') and run.scores:
+        _show_findings(chosen[0].name if target.kind == 'episode' else str(target.path),
+                       next(iter(run.scores.values())).to_json())
     else:
-        _show_dataset(dataset.name, scores, summary)
-    for episode_id, reason in failures.items():
+        name = target.dataset.name if target.dataset is not None else str(target.path)
+        _show_dataset(name, run.scores, run.summary)
+    for episode_id, reason in run.failed.items():
         stderr.print(f'robodata score: {episode_id}: {reason}')
-    return 1 if failures else 0
+    return 1 if run.failed else 0
 
 
 def _show_dataset(name: str, scores: dict[str, Any], summary: dict[str, Any]) -> None:

@@ -8,20 +8,20 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import print_json, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import items, print_json, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.errors import RobodataError
-from ros_robodata.profile import Profile, load_profile
 from ros_robodata.segment.events import KINDS, SegmentResult
-from ros_robodata.segment.offline import EVENTS_FILE, dataset_profile, segment_bag, segment_episode
+from ros_robodata.segment.offline import EVENTS_FILE, segment_bag, segment_episode
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        'segment', help='find grasp/contact/release events in an episode, a bag or every episode of a dataset',
+        'segment', help='find grasp/contact/release events in a dataset, an episode, a bag or a folder of bags',
         description='Find grasp_start, contact, grasp, lift, release, contact_lost and grasp_failed events from '
-                    f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode.')
-    p.add_argument('target', help='a dataset, an episode folder, or a bag')
-    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for a bare bag)")
+                    f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode; '
+                    'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written.')
+    p.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags')
+    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     p.add_argument('--json', action='store_true', help='print JSON instead of a table')
     p.add_argument('--no-wrench', action='store_true', help='ignore the wrench topic (gripper only)')
     p.add_argument('--no-gripper', action='store_true', help='ignore the gripper topic (wrench only)')
@@ -30,36 +30,32 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = resolve(args.target)
+    profile = profile_for(target, args.profile)
     options = {'use_gripper': not args.no_gripper, 'use_wrench': not args.no_wrench}
-    if target.kind == 'bag':
-        if not args.profile:
-            raise RobodataError(f'{target.path}: a bare bag needs --profile (which topic is the gripper?)')
-        result = segment_bag(target.path, load_profile(args.profile), **options)
-        _show(args, str(target.path), result)
+    chosen = items(target, discarded=True)
+    if not chosen:
+        raise RobodataError(f'{target.path}: no episode with a bag to segment')
+    if target.kind in ('episode', 'bag'):
+        item = chosen[0]
+        result = (segment_episode(item.dataset, item.name, profile, **options) if item.dataset is not None
+                  else segment_bag(item.bag, profile, **options))
+        _show(args, item.name if item.dataset is not None else str(item.bag), result)
         return 0
-    assert target.dataset is not None
-    profile = load_profile(args.profile) if args.profile else dataset_profile(target.dataset)
-    if target.kind == 'episode':
-        assert target.episode_id is not None
-        result = segment_episode(target.dataset, target.episode_id, profile, **options)
-        _show(args, target.episode_id, result)
-        return 0
-    return _run_dataset(args, target.dataset, profile, options)
-
-
-def _run_dataset(args: argparse.Namespace, dataset: Any, profile: Profile, options: dict[str, bool]) -> int:
     results: dict[str, SegmentResult] = {}
     failed: dict[str, str] = {}
-    ids = [e.id for e in dataset.list() if dataset.bag_files(e.id)]
-    for episode_id in progress(ids, 'segmenting', total=len(ids), quiet=args.json):
+    for item in progress(chosen, 'segmenting', total=len(chosen), quiet=args.json):
         try:
-            results[episode_id] = segment_episode(dataset, episode_id, profile, **options)
+            results[item.name] = (segment_episode(item.dataset, item.name, profile, **options)
+                                  if item.dataset is not None else segment_bag(item.bag, profile, **options))
         except RobodataError as err:
-            failed[episode_id] = ' '.join(str(err).split())
+            failed[item.name] = ' '.join(str(err).split())
     if args.json:
         print_json({'episodes': {k: v.to_json() for k, v in results.items()}, 'failed': failed})
     else:
-        table = Table('episode', *KINDS, title=f'{dataset.name}: events per episode ({EVENTS_FILE} written)')
+        written = f' ({EVENTS_FILE} written)' if target.kind == 'dataset' else ' (nothing written)'
+        name = target.dataset.name if target.dataset is not None else str(target.path)
+        table = Table('episode' if target.kind == 'dataset' else 'bag', *KINDS,
+                      title=f'{name}: events per episode{written}')
         for episode_id, result in results.items():
             counts = Counter(e.kind for e in result.events)
             table.add_row(episode_id, *(str(counts.get(k, 0)) for k in KINDS))

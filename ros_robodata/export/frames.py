@@ -34,6 +34,7 @@ from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.bag.types import typestore
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import check_episode_id
+from ros_robodata.dataset.targets import Item
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.export.manifest import MANIFEST_FILE, build_manifest, write_json_atomic, write_manifest
 from ros_robodata.export.schedule import FrameScheduler, ScheduleSpec
@@ -159,7 +160,8 @@ def plan_export(profile: Profile, options: ExportOptions, dataset: str = '') -> 
     others = [Sensor(f'camera_{sanitize_name(c.name)}', 'camera', c.topic, c.type) for c in chosen if c is not ref]
     if options.lidar:
         others += [Sensor(f'lidar_{sanitize_name(s.name)}', 'lidar', s.topic, s.type) for s in topics.lidars]
-    others.append(Sensor(JOINT_STATES, JOINT_STATES, topics.joint_states.topic, topics.joint_states.type))
+    if topics.joint_states is not None:  # a rig without an arm has no robot state to pair
+        others.append(Sensor(JOINT_STATES, JOINT_STATES, topics.joint_states.topic, topics.joint_states.type))
     if topics.gripper is not None:
         others.append(Sensor(GRIPPER, GRIPPER, topics.gripper.topic, topics.gripper.type))
     names = [ref_sensor.name, *(s.name for s in others)]
@@ -268,7 +270,8 @@ class EpisodeExport:
         self._writer.remove_stale()
         doc = {'format': EPISODE_FORMAT, 'episode_id': self.episode_id, 'task': self.task, 'outcome': self.outcome,
                'settings': self.plan.settings(), 'start_ns': self._writer.start_ns,
-               'reference_frames': self.reference_frames, 'frames': self._writer.frames}
+               'reference_frames': self.reference_frames, 'missing_sensors': self._writer.missing,
+               'frames': self._writer.frames}
         write_json_atomic(self.episode_dir / FRAMES_FILE, doc)
         return doc
 
@@ -300,8 +303,8 @@ class _FrameWriter:
         unmatched = []
         joint_state = gripper = None
         tolerance = self.plan.options.tolerance_ns
-        matches = [*frame.matches.values(), *(Match(name, None, None) for name in self.missing)]
-        for match in sorted(matches, key=lambda m: self._order(m.sensor)):
+        # A sensor whose topic is absent from the bag is listed once per episode (missing_sensors), not per frame.
+        for match in sorted(frame.matches.values(), key=lambda m: self._order(m.sensor)):
             if match.sample is None or match.offset_ns is None:
                 offset = None if match.offset_ns is None else _ms(match.offset_ns)
                 unmatched.append({'sensor': match.sensor, 'nearest_offset_ms': offset})
@@ -543,6 +546,7 @@ class ExportResult:
     exported: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, list[str]] = field(default_factory=dict)  # sensors whose topic an episode's bag lacks
 
     @property
     def files(self) -> int:
@@ -553,7 +557,8 @@ class ExportResult:
         return [f for f in self.manifest['frames'] if f['unmatched']]
 
 
-def _export_job(job: tuple[str, str, str, str, ExportPlan, str, str]) -> tuple[str, dict[str, Any] | str, bool]:
+def _export_job(job: tuple[str, str, str | None, str, ExportPlan, str, str]
+                ) -> tuple[str, dict[str, Any] | str, bool]:
     """Worker: (episode_id, frames.json document or a one-line failure, skipped because already current)."""
     episode_id, bag, events_path, out_dir, plan, task, outcome = job
     try:
@@ -562,7 +567,7 @@ def _export_job(job: tuple[str, str, str, str, ExportPlan, str, str]) -> tuple[s
         if current is not None:
             return episode_id, current, True
         events = None
-        if Path(events_path).is_file():
+        if events_path is not None and Path(events_path).is_file():
             events = json.loads(Path(events_path).read_text(encoding='utf-8'))
         doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task, outcome=outcome)
         return episode_id, doc, False
@@ -570,21 +575,22 @@ def _export_job(job: tuple[str, str, str, str, ExportPlan, str, str]) -> tuple[s
         return episode_id, ' '.join(str(err).split()) or type(err).__name__, False
 
 
-def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], out_dir: str | Path,
-                  options: ExportOptions, *, workers: int = 1,
-                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
-    """Export the episodes (in `workers` processes), then merge every current frames.json into manifest.json."""
+def export_items(items: list[Item], profile: Profile, out_dir: str | Path, options: ExportOptions, *,
+                 name: str = '', workers: int = 1,
+                 progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
+    """Export episodes or bags on their own (in `workers` processes), then merge every current frames.json into
+    manifest.json. An episode's events (events.json) mark its frames; a bag on its own has none."""
     from ros_robodata.segment.offline import EVENTS_FILE
 
     out = Path(out_dir)
-    plan = replace(plan_export(profile, options), dataset=dataset.name)
-    for episode_id in episode_ids:
-        check_episode_id(episode_id)
+    plan = replace(plan_export(profile, options), dataset=name)
+    for item in items:
+        check_episode_id(item.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / 'episodes').mkdir(exist_ok=True)
-    metas = {i: dataset.episode(i) for i in episode_ids}
-    jobs = [(i, str(dataset.bag_dir(i)), str(dataset.episode_dir(i) / EVENTS_FILE), str(out), plan,
-             metas[i].task, metas[i].outcome) for i in episode_ids]
+    by_name = {item.name: item for item in items}
+    jobs = [(i.name, str(i.bag), None if i.folder is None else str(i.folder / EVENTS_FILE), str(out), plan,
+             i.task, i.outcome or '') for i in items]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             results: Iterable[Any] = pool.map(_export_job, jobs)
@@ -598,9 +604,20 @@ def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], ou
             result.failed[episode_id] = doc
             continue
         (result.skipped if skipped else result.exported).append(episode_id)
-        docs[episode_id] = {**doc, 'task': metas[episode_id].task, 'outcome': metas[episode_id].outcome}
-    result.manifest = refresh_manifest(out, dataset.name, plan.settings(), docs, skip=set(result.failed))
+        item = by_name[episode_id]
+        docs[episode_id] = {**doc, 'task': item.task, 'outcome': item.outcome or ''}
+        if doc.get('missing_sensors'):
+            result.missing[episode_id] = list(doc['missing_sensors'])
+    result.manifest = refresh_manifest(out, name, plan.settings(), docs, skip=set(result.failed))
     return result
+
+
+def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], out_dir: str | Path,
+                  options: ExportOptions, *, workers: int = 1,
+                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
+    """export_items over episodes of a dataset."""
+    chosen = [Item(i, dataset.bag_dir(i), dataset.episode(i), dataset) for i in episode_ids]
+    return export_items(chosen, profile, out_dir, options, name=dataset.name, workers=workers, progress=progress)
 
 
 def refresh_manifest(out: Path, dataset: str, settings: dict[str, Any], docs: dict[str, dict[str, Any]] | None = None,
@@ -623,5 +640,5 @@ def refresh_manifest(out: Path, dataset: str, settings: dict[str, Any], docs: di
 
 
 __all__ = ['FRAMES_FILE', 'MANIFEST_FILE', 'EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor',
-           'encode_frame_image', 'episode_is_current', 'export_episode', 'export_frames', 'plan_export',
+           'encode_frame_image', 'episode_is_current', 'export_episode', 'export_frames', 'export_items', 'plan_export',
            'refresh_manifest', 'safe_path', 'sanitize_name', 'write_pcd']

@@ -49,7 +49,8 @@ def build_manifest(dataset: str, settings: dict[str, Any], episodes: list[dict[s
         'schedule': settings['schedule'],
         'sync': settings['sync'],
         'episodes': [{'episode_id': d['episode_id'], 'task': d.get('task', ''), 'outcome': d.get('outcome', ''),
-                      'frames': len(d['frames']), 'unmatched': sum(1 for f in d['frames'] if f['unmatched'])}
+                      'frames': len(d['frames']), 'unmatched': sum(1 for f in d['frames'] if f['unmatched']),
+                      'missing_sensors': list(d.get('missing_sensors', []))}
                      for d in ordered],
         'frames': [frame for d in ordered for frame in sorted(d['frames'], key=lambda f: f['index'])],
     }

@@ -202,15 +202,15 @@ class _Demo:
                 stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot segment: {err}[/]')
         ids = [row['id'] for row in self.rows]
         try:
-            scores, failures, _ = score_episodes(dataset, profile, ids, workers=2)
+            run = score_episodes(dataset, profile, ids, workers=2)
         except RobodataError as err:
             stderr.print(f'[yellow]robodata demo: cannot score the episodes: {err}[/]')
             return
         for row in self.rows:
-            if row['id'] in scores:
-                row['score'] = scores[row['id']]
-            elif row['id'] in failures:
-                stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot score: {failures[row["id"]]}[/]')
+            if row['id'] in run.scores:
+                row['score'] = run.scores[row['id']]
+            elif row['id'] in run.failed:
+                stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot score: {run.failed[row["id"]]}[/]')
         from ros_robodata.quality.report import write_report
 
         try:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.targets import Item
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
@@ -84,38 +85,55 @@ class EpisodeScore:
         return data
 
 
-def _score_one(args: tuple[str, str, str, str, Profile, bool]) -> tuple[str, BagScore | str, list[dict] | None]:
-    """Worker: score one episode's bag and make sure it has events (segmenting it if it has none)."""
+def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool]
+               ) -> tuple[str, BagScore | str, list[dict] | None]:
+    """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
+    pass (and gets its events.json); a bag on its own (no folder) is segmented in memory."""
     from ros_robodata.segment.offline import EVENTS_FILE, write_events
 
-    episode_id, bag, episode_dir, outcome, profile, images = args
-    events_path = Path(episode_dir) / EVENTS_FILE
+    name, bag, folder, outcome, profile, images = args
+    events_path = Path(folder) / EVENTS_FILE if folder is not None else None
+    has_events = events_path is not None and events_path.is_file()
     try:
-        scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not events_path.is_file())
+        scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not has_events)
     except RobodataError as err:
-        return episode_id, ' '.join(str(err).split()), None
+        return name, ' '.join(str(err).split()), None
     events = None
     try:
         if scored.segments is not None:
-            write_events(events_path, scored.segments, {'episode_id': episode_id})
+            if events_path is not None:
+                write_events(events_path, scored.segments, {'episode_id': name})
             events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
-        elif events_path.is_file():
+        elif events_path is not None and has_events:
             events = json.loads(events_path.read_text(encoding='utf-8')).get('events')
     except (RobodataError, ValueError, OSError):
         events = None
-    return episode_id, scored, events
+    return name, scored, events
 
 
-def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
-                   images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
-                   ) -> tuple[dict[str, EpisodeScore], dict[str, str], dict[str, Any]]:
-    """Score the episodes (in `workers` processes), then compare them; writes quality.json into each episode,
-    the scores into the catalog and quality_summary.json into the dataset. Returns (scores, failures, summary)."""
+@dataclass
+class ScoreRun:
+    """What scoring a set of episodes or bags found: per name its score, what failed (and why), the dataset-level
+    summary (outcome mix, mean score, which checks fired), the events each was judged with, and what the
+    profile's rig made impossible to check (said once, not per episode)."""
+
+    scores: dict[str, EpisodeScore]
+    failed: dict[str, str]
+    summary: dict[str, Any]
+    events: dict[str, list[dict] | None] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images: bool = True,
+                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ScoreRun:
+    """Score episodes or bags (in `workers` processes), then compare them with each other: consistency across
+    demonstrations of a task, smoothness against its peers, success criteria against the operator's label.
+    Nothing is written except the events.json of an episode that had none; see score_episodes."""
     from ros_robodata.quality.consistency import dataset_consistency, outcome_mix, resample_trajectory
 
-    episodes = {i: dataset.episode(i) for i in episode_ids}
-    jobs = [(i, str(dataset.bag_dir(i)), str(dataset.episode_dir(i)), episodes[i].outcome, profile, images)
-            for i in episode_ids]
+    jobs = [(item.name, str(item.bag), None if item.folder is None else str(item.folder), item.outcome, profile,
+             images) for item in items]
+    by_name = {item.name: item for item in items}
     scores: dict[str, EpisodeScore] = {}
     failures: dict[str, str] = {}
     events: dict[str, list[dict] | None] = {}
@@ -127,27 +145,27 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
             collected = list(results)
     else:
         collected = [_score_one(job) for job in (progress(jobs) if progress else jobs)]
-    for episode_id, scored, episode_events in collected:
+    for name, scored, item_events in collected:
         if isinstance(scored, str):
-            failures[episode_id] = scored
+            failures[name] = scored
             continue
-        ep = episodes[episode_id]
-        scores[episode_id] = EpisodeScore(episode_id, ep.task, ep.outcome, scored.report)
-        events[episode_id] = episode_events
-        openings[episode_id] = scored.gripper_opening_at_end
+        item = by_name[name]
+        scores[name] = EpisodeScore(name, item.task, item.outcome or 'unknown', scored.report)
+        events[name] = item_events
+        openings[name] = scored.gripper_opening_at_end
 
-    _judge_success(scores, events, openings, profile)
+    _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
     trajectories = {}
-    for episode_id, s in scores.items():
+    for name, s in scores.items():
         if s.report.trajectory is not None:
             times, rows = s.report.trajectory
             try:
-                trajectories[episode_id] = (s.task, resample_trajectory(times, rows))
+                trajectories[name] = (s.task, resample_trajectory(times, rows))
             except ValueError:
                 continue
     consistency = dataset_consistency(trajectories) if trajectories else {}
-    for episode_id, c in consistency.items():
-        s = scores[episode_id]
+    for name, c in consistency.items():
+        s = scores[name]
         s.consistency = {'distance': _num(c.distance), 'normalized': _num(c.normalized),
                          'robust_z': _num(c.robust_z), 'outlier': c.outlier, 'medoid': c.medoid_id}
         if c.outlier:
@@ -155,18 +173,44 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
                                    f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to the task '
                                    f'medoid (robust z {c.robust_z:.1f})', c.robust_z, 3.5))
     _flag_jerky(scores)
-    mix = outcome_mix({i: e.outcome for i, e in episodes.items()})
-    for episode_id, s in scores.items():
+    labels = {i.name: i.outcome for i in items if i.outcome is not None}
+    mix = outcome_mix(labels) if labels else None
+    summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
+               'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
+               'warnings': mix.warnings if mix else [],
+               'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
+               if scores else None,
+               'checks': _check_counts(scores.values()), 'skipped': skipped_checks(profile)}
+    return ScoreRun(scores, failures, summary, events, skipped_checks(profile))
+
+
+def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
+                   images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
+                   ) -> ScoreRun:
+    """score_items over episodes of a dataset, then written down: quality.json into each episode, the scores
+    into the catalog and quality_summary.json into the dataset."""
+    chosen = [Item(i, dataset.bag_dir(i), dataset.episode(i), dataset) for i in episode_ids]
+    run = score_items(chosen, profile, workers=workers, images=images, progress=progress)
+    for episode_id, s in run.scores.items():
         write_json(dataset.episode_dir(episode_id) / QUALITY_FILE, s.to_json())
         score, _ = score_of(s.findings)
         dataset.catalog.set_scores(episode_id, score, _catalog_scores(s))
-    summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
-               'outcomes': mix.counts, 'outcome_ratios': mix.ratios, 'warnings': mix.warnings,
-               'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
-               if scores else None,
-               'checks': _check_counts(scores.values())}
-    write_json(dataset.root / SUMMARY_FILE, summary)
-    return scores, failures, summary
+    write_json(dataset.root / SUMMARY_FILE, run.summary)
+    return run
+
+
+def skipped_checks(profile: Profile) -> list[str]:
+    """What this rig's profile leaves unchecked, for a command to say once (not per episode)."""
+    t = profile.topics
+    out = []
+    if t.joint_states is None:
+        out.append('no joint_states in the profile: motion, camera-to-joint sync, consistency and smoothness '
+                   'checks skipped')
+    if t.gripper is None and t.wrench is None:
+        out.append('no gripper or wrench in the profile: no grasp events, success criteria not evaluated')
+    if not t.cameras:
+        out.append('no camera in the profile: image checks skipped')
+    return out
 
 
 def _flag_jerky(scores: dict[str, EpisodeScore], z_limit: float = 3.5, floor: float = 1.0) -> None:
@@ -192,7 +236,9 @@ def _flag_jerky(scores: dict[str, EpisodeScore], z_limit: float = 3.5, floor: fl
 
 
 def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict] | None],
-                   openings: dict[str, float | None], profile: Profile) -> None:
+                   openings: dict[str, float | None], profile: Profile, labelled: set[str]) -> None:
+    """The success criteria from events and signals; compared with the operator's label where there is one (a
+    bag on its own has none: its verdict is shown, never called a disagreement)."""
     from ros_robodata.quality.success import evaluate_success
 
     height_joint = profile.robot.height_joint
@@ -206,7 +252,8 @@ def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict]
             height = (times, rows[:, s.report.joint_names.index(height_joint)])
         verdict = evaluate_success(episode_events, end_ns=s.report.end_ns,
                                    gripper_opening_at_end=openings.get(episode_id), tool_height=height,
-                                   criteria=profile.success, operator_outcome=s.outcome)
+                                   criteria=profile.success,
+                                   operator_outcome=s.outcome if episode_id in labelled else 'unknown')
         s.success = {'success': verdict.success, 'disagrees': verdict.disagrees, 'message': verdict.message,
                      'criteria': [{'name': c.name, 'passed': c.passed, 'detail': c.detail} for c in verdict.criteria]}
         if verdict.disagrees:

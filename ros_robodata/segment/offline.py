@@ -7,9 +7,10 @@ from typing import Any
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
-from ros_robodata.errors import BagError, DatasetError
+from ros_robodata.dataset.targets import dataset_profile  # noqa: F401 - re-exported for callers
+from ros_robodata.errors import BagError
 from ros_robodata.files import write_json
-from ros_robodata.profile import Profile, profile_from_dict
+from ros_robodata.profile import Profile
 from ros_robodata.segment.events import SegmentResult
 from ros_robodata.segment.segmenter import Segmenter
 
@@ -33,14 +34,6 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
         result = segmenter.result(reader.start_ns, reader.end_ns)
         result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})
         return result
-
-
-def dataset_profile(dataset: Dataset) -> Profile:
-    """The profile the dataset was recorded with (its snapshot in dataset.yaml)."""
-    snapshot = (dataset.info.get('robot_profile') or {}).get('content')
-    if not snapshot:
-        raise DatasetError(f'{dataset.root}: dataset.yaml holds no robot profile; pass --profile')
-    return profile_from_dict(snapshot, source=f'{dataset.root}/dataset.yaml')
 
 
 def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,170 @@
+"""What a command was pointed at: a dataset, an episode, a bag or a folder of bags, and the episodes in it.
+
+Every command names its input the same way and answers a wrong one in the same words (dataset / episode /
+bag), with the next step. Analysis commands work on `Item`s: an episode of a dataset (results are written
+beside it) or a bag on its own (results are printed, nothing is written next to somebody else's recording).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ros_robodata.dataset.dataset import Dataset, is_dataset
+from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.sources import Recording, find_recordings, recording_at
+from ros_robodata.errors import DatasetError, RobodataError
+from ros_robodata.profile import Profile, load_profile, profile_from_dict
+
+KINDS = ('dataset', 'episode', 'bag', 'bags')
+
+
+@dataclass(frozen=True)
+class Target:
+    """A path the user named, and what it is: kind is 'dataset', 'episode', 'bag' or 'bags' (a folder of
+    bags); `recordings` holds the bag(s) for the last two."""
+
+    kind: str
+    path: Path
+    dataset: Dataset | None = None
+    episode_id: str | None = None
+    recordings: tuple[Recording, ...] = ()
+
+    @property
+    def what(self) -> str:
+        return {'dataset': 'a dataset', 'episode': 'an episode', 'bag': 'a bag', 'bags': 'a folder of bags'}[self.kind]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One episode (of a dataset) or one bag (on its own) for a command to work on."""
+
+    name: str
+    bag: Path
+    episode: Episode | None = None
+    dataset: Dataset | None = None
+
+    @property
+    def task(self) -> str:
+        return self.episode.task if self.episode is not None else ''
+
+    @property
+    def outcome(self) -> str | None:
+        """The operator's label; None for a bag on its own, which was never labelled."""
+        return self.episode.outcome if self.episode is not None else None
+
+    @property
+    def folder(self) -> Path | None:
+        """Where results are written (the episode's folder); None for a bag on its own."""
+        return self.dataset.episode_dir(self.name) if self.dataset is not None else None
+
+
+def resolve(path_text: str | Path) -> Target:
+    """Tell what `path_text` is; RobodataError saying what it is not, and what to do, otherwise."""
+    path = Path(path_text)
+    if not path.exists():
+        raise RobodataError(f'{path}: no such file or directory')
+    if path.is_dir() and is_dataset(path):
+        return Target('dataset', path, Dataset.open(path))
+    if path.is_dir() and (path / 'episode.yaml').is_file():
+        root = path.resolve().parent.parent
+        if not is_dataset(root):
+            raise DatasetError(f'{path}: an episode folder not inside a dataset (no {root}/dataset.yaml): run '
+                               f'`robodata import {path / "bag"} --dataset D` to make it an episode of one')
+        return Target('episode', path, Dataset.open(root), path.resolve().name)
+    dataset_root = path.resolve().parent.parent
+    if path.is_dir() and path.resolve().parent.name == 'episodes' and is_dataset(dataset_root):
+        raise DatasetError(f'{path}: an episode folder without episode.yaml (a bag copied in by hand, or an import '
+                           f'that was stopped): run `robodata repair {dataset_root}` to register it')
+    here = recording_at(path)
+    if here is not None:
+        if here.kind == 'video':
+            raise RobodataError(f'{path}: a video, not a bag: run `robodata import {path} --dataset D` to make it an '
+                                'episode first')
+        return Target('bag', path, recordings=(here,))
+    if path.is_file():
+        raise RobodataError(f'{path}: not a dataset, an episode or a bag (a bag is a folder with metadata.yaml, '
+                            'or a .mcap or .db3 file)')
+    try:
+        found = tuple(find_recordings([path], videos=False))
+    except RobodataError:
+        found = ()
+    if not found:
+        raise RobodataError(f'{path}: not a dataset, an episode or a bag: no dataset.yaml, episode.yaml, '
+                            'metadata.yaml, .mcap or .db3 file in it or below it')
+    return Target('bags', path, recordings=found)
+
+
+def need(target: Target, *kinds: str, hint: str = '') -> Target:
+    """The target if it is one of `kinds`, else one line saying what it is and what would do."""
+    if target.kind in kinds:
+        return target
+    wanted = ' or '.join(Target(k, target.path).what for k in kinds)
+    owner = target.path.resolve().parent
+    if target.kind == 'bag' and (owner / 'episode.yaml').is_file() and not hint:
+        hint = f'it is the bag of episode {owner.name}: name the episode folder {target.path.parent} instead'
+    elif target.kind in ('bag', 'bags') and 'episode' in kinds and not hint:
+        hint = f'run `robodata import {target.path} --dataset D` first'
+    raise RobodataError(f'{target.path}: {target.what}, not {wanted}' + (f': {hint}' if hint else ''))
+
+
+def profile_for(target: Target, profile_path: str | Path | None) -> Profile:
+    """The robot profile to read the target with: the one given, else the dataset's own snapshot."""
+    if profile_path:
+        return load_profile(profile_path)
+    if target.dataset is not None:
+        return dataset_profile(target.dataset)
+    them = 'it' if target.kind == 'bag' else 'them'
+    raise RobodataError(f'{target.path}: {target.what}, not an episode of a dataset: run `robodata import '
+                        f'{target.path} --dataset D`, or pass --profile to work on {them} alone')
+
+
+def dataset_profile(dataset: Dataset) -> Profile:
+    """The profile the dataset was recorded with (its snapshot in dataset.yaml)."""
+    snapshot = (dataset.info.get('robot_profile') or {}).get('content')
+    if not snapshot:
+        raise DatasetError(f'{dataset.root}: dataset.yaml holds no robot profile; pass --profile')
+    return profile_from_dict(snapshot, source=f'{dataset.root}/dataset.yaml')
+
+
+def items(target: Target, *, discarded: bool = False, need_bag: bool = True) -> list[Item]:
+    """The episodes (or bags) the target holds, in order. In a dataset, discarded episodes are left out unless
+    `discarded`, and episodes without a bag unless not `need_bag`; a named episode is always taken."""
+    if target.kind in ('bag', 'bags'):
+        names: set[str] = set()
+        out = []
+        for recording in target.recordings:
+            out.append(Item(_unique(_bag_name(recording), names), recording.path))
+        return out
+    dataset = target.dataset
+    assert dataset is not None
+    if target.kind == 'episode':
+        assert target.episode_id is not None
+        return [Item(target.episode_id, dataset.bag_dir(target.episode_id), dataset.episode(target.episode_id),
+                     dataset)]
+    chosen = []
+    for row in dataset.list():
+        if row.status == 'discarded' and not discarded:
+            continue
+        if need_bag and not dataset.bag_files(row.id):
+            continue
+        chosen.append(Item(row.id, dataset.bag_dir(row.id), dataset.episode(row.id), dataset))
+    return chosen
+
+
+def _bag_name(recording: Recording) -> str:
+    from ros_robodata.dataset.importer import episode_id_for
+
+    try:
+        return episode_id_for(recording.name)
+    except RobodataError:
+        return 'bag'
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f'{name}-{n}'
+    taken.add(candidate)
+    return candidate
