@@ -378,6 +378,17 @@ def test_a_video_with_a_dark_stretch_is_imported_and_scored(tmp_path: Path,
     assert 'no joint_states in the profile' in err  # said once, for the whole run
 
 
+def test_segmenting_a_rig_without_a_gripper_says_there_is_nothing_to_do(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    video = tmp_path / 'clip.mp4'
+    write_video_with_dark_stretch(video, frames=30, dark=(0, 0))
+    assert run(capsys, 'import', video, '--dataset', tmp_path / 'ds', '--profile', CONFIG / 'phone_video.yaml')[0] == 0
+    code, out, err = run(capsys, 'segment', tmp_path / 'ds')
+    assert (code, err) == (0, '') and out.startswith('nothing to segment: the profile')
+    assert 'names no gripper or wrench topic' in out
+    assert not (tmp_path / 'ds' / 'episodes' / 'clip' / 'events.json').exists()
+
+
 def test_a_real_gopro_video_keeps_its_clock_and_tags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     video = tmp_path / 'max-heromode.mp4'
     shutil.copy(real_data('gopro/max-heromode.mp4'), video)
@@ -477,6 +488,15 @@ def test_the_same_content_twice_names_the_episode_it_is(tmp_path: Path, capsys: 
     code, out, _err = run(capsys, 'import', renamed, '--dataset', tmp_path / 'ds')
     assert code == 0 and f'{renamed}: already imported as monday: skipped' in out
     assert episodes_of(tmp_path / 'ds') == ['monday']
+
+
+def test_a_folder_holding_the_dataset_does_not_import_the_dataset_into_itself(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_mcap_ros2(tmp_path / 'tuesday.mcap')
+    assert run(capsys, 'import', tmp_path, '--dataset', tmp_path / 'ds')[0] == 0
+    code, out, err = run(capsys, 'import', tmp_path, '--dataset', tmp_path / 'ds')
+    assert code == 0 and 'tuesday.mcap: already imported as tuesday' in out
+    assert 'inside the dataset itself: skipped' in err and episodes_of(tmp_path / 'ds') == ['tuesday']
 
 
 def test_a_file_name_is_made_a_safe_episode_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

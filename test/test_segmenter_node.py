@@ -13,7 +13,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.profile import load_profile
 from ros_robodata.segment.offline import segment_bag
 from ros_robodata.sim.to_bag import write_sim_episode
-from test.ros_rig import PROFILE, client, new_domain, ros_env, stop_process
+from test.ros_rig import PROFILE, ROOT, client, new_domain, ros_env, stop_process
 
 
 def _start_segmenter(domain: int, log: Path) -> subprocess.Popen:
@@ -75,3 +75,24 @@ def test_live_segmenter_matches_offline_on_the_same_bag(tmp_path: Path) -> None:
     # Wrench-based events name the sensor frame; every event got an RViz label saying what it is.
     assert all(m.header.frame_id == 'ft_sensor' for m in received if m.kind == 'lift')
     assert [a.markers[0].text.split()[0] for a in labels] == [m.kind for m in received]
+
+
+def test_a_rig_without_a_gripper_gets_a_segmenter_that_says_so_and_keeps_running(tmp_path: Path) -> None:
+    """A capture studio's session starts the segmenter too (launch files start it for every rig): it warns once
+    that there is nothing to segment from and stays up, rather than bringing the session down."""
+    domain = new_domain()
+    log = tmp_path / 'segmenter.log'
+    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter', '--ros-args', '-p',
+            f'profile:={ROOT / "config" / "capture_studio.yaml"}']
+    node = subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while 'names no gripper or wrench topic' not in log.read_text():
+            assert node.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, 'no warning from the segmenter: ' + log.read_text()
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert node.poll() is None, log.read_text()
+    finally:
+        stop_process(node)
+    assert log.read_text().count('names no gripper or wrench topic') == 1

@@ -141,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
         recordings: list[Recording] = []
     else:
         recordings = find_recordings(args.sources)  # every source checked before the dataset is touched
+        inside = [r for r in recordings if r.path.resolve().is_relative_to(Path(args.dataset).resolve())]
+        for recording in inside:
+            stderr.print(f'robodata import: {recording.path}: inside the dataset itself: skipped', markup=False)
+        recordings = [r for r in recordings if r not in inside]
         if options.episode_id and len(recordings) > 1:
             raise RobodataError(f'--id names one episode; the sources hold {len(recordings)} recordings')
     dataset, profile = open_dataset(args.dataset, args.profile)

@@ -32,6 +32,12 @@ def run(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     profile = profile_for(target, args.profile)
     options = {'use_gripper': not args.no_gripper, 'use_wrench': not args.no_wrench}
+    if profile.topics.gripper is None and profile.topics.wrench is None:
+        stdout.print(f'nothing to segment: the profile ({profile.source}) names no gripper or wrench topic (a rig '
+                     'without a gripper or a wrist sensor)', markup=False)
+        return 0
+    if args.no_gripper and args.no_wrench:
+        raise RobodataError('--no-gripper and --no-wrench together leave nothing to segment from')
     chosen = items(target, discarded=True)
     if not chosen:
         raise RobodataError(f'{target.path}: no episode with a bag to segment')

@@ -48,7 +48,10 @@ class Watcher:
         except RobodataError:
             return []  # an empty folder: nothing yet
         ready = []
+        root = self.dataset.root.resolve()
         for recording in recordings:
+            if recording.path.resolve().is_relative_to(root):
+                continue  # the dataset's own bags, when it lies inside the watched folder
             state = file_state(recording.files)
             seen = self._seen.get(recording.path)
             if seen is None or seen.state != state:

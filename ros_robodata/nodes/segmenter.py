@@ -45,8 +45,6 @@ class SegmenterNode(Node):
             raise RobodataError('parameter `profile` is required')
         self.profile = load_profile(profile_path)
         self.segmenter = Segmenter(self.profile, use_gripper=use_gripper, use_wrench=use_wrench)
-        if not self.segmenter.topics:
-            raise RobodataError(f'{profile_path}: the profile names no gripper or wrench topic to segment from')
         self.episode_id = ''
         self.published: list[SegmentEvent] = []
         self._events = self.create_publisher(SegmentEvent, EVENTS_TOPIC, QoSProfile(depth=100))
@@ -57,7 +55,11 @@ class SegmenterNode(Node):
         specs = {spec.topic: spec for _, spec in self.profile.all_topics() if spec.topic in self.segmenter.topics}
         self._discovery = TopicDiscovery(self, specs, self._subscribe)
         self._marker_id = 0
-        self.get_logger().info(f'segmenting from {", ".join(sorted(self.segmenter.topics))}')
+        if self.segmenter.topics:
+            self.get_logger().info(f'segmenting from {", ".join(sorted(self.segmenter.topics))}')
+        else:  # a rig without a gripper or a wrist sensor (a capture studio): the session runs on without events
+            self.get_logger().warning(f'{profile_path}: the profile names no gripper or wrench topic: no grasp, '
+                                      'contact or release events will be published')
 
     def _subscribe(self, topic: str, spec: Any, qos: Any, msgclass: Any) -> None:
         msgclass = JointState if self.segmenter.topics[topic] == GRIPPER else WrenchStamped
