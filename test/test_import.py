@@ -336,6 +336,11 @@ def test_a_killed_import_leaves_nothing_that_looks_complete(tmp_path: Path, caps
     assert run(capsys, 'import', source, '--dataset', root)[0] == 0
     assert episodes_of(root) == ['cell_log'] and no_leftovers(root)
     assert bag_counts(root / 'episodes' / 'cell_log' / 'bag') == bag_counts(source)
+    # killed after the rename, before the catalog row: the episode is whole, and the next import lists it
+    Dataset.open(root).catalog.delete('cell_log')
+    write_mcap_ros2(tmp_path / 'next.mcap', messages=20)
+    assert run(capsys, 'import', tmp_path / 'next.mcap', '--dataset', root)[0] == 0
+    assert [row.id for row in Dataset.open(root).list()] == ['cell_log', 'next']
 
 
 # -- videos --------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import re
 import shutil
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,6 +107,7 @@ def import_lock(dataset: Dataset) -> Iterator[None]:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         _clear_staging(dataset)
+        _reconcile(dataset)
         yield
     finally:
         os.close(fd)
@@ -207,8 +208,7 @@ def check_topics(where: Path, topics: dict[str, TopicInfo], profile: Profile | N
 
 
 def import_recording(dataset: Dataset, recording: Recording, options: ImportOptions, *,
-                     profile: Profile | None = None, who: str | None = None,
-                     progress: Callable[[str], None] | None = None) -> Imported:
+                     profile: Profile | None = None, who: str | None = None) -> Imported:
     """Import one recording (already found by sources.find_recordings); call inside import_lock()."""
     options.check()
     if recording.kind == 'video':
@@ -216,15 +216,15 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
     cid = content_id(recording.files)
     done = imported_from(dataset, cid)
     result = Imported(recording)
+    if done and options.split is None:
+        result.existing = sorted(done)
+        return result
     with BagReader(recording.path) as reader:
         topics = reader.topics
         damaged = bool(reader.damaged_files)
         reader_notes = list(reader.notes)
     result.notes += check_topics(recording.path, topics, profile)
     if options.split is None:
-        if done:
-            result.existing = sorted(done)
-            return result
         result.episodes.append(_import_whole(dataset, recording, options, profile, who, cid, damaged,
                                              reader_notes, result.notes))
         return result
@@ -412,7 +412,7 @@ def _import_split(dataset: Dataset, recording: Recording, options: ImportOptions
         if not todo:
             return result
         width = max(2, len(str(len(windows))))
-        base = options.episode_id or episode_id_for(recording.name)
+        base = episode_id_for(recording.name)
         ids = [dataset.reserve_episode_id(f'{base}-{w.index + 1:0{width}d}') for w in todo]
         stagings = [dataset.episodes_dir / f'.{i}{STAGING_SUFFIX}' for i in ids]
         try:
