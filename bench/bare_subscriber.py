@@ -13,7 +13,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from ros_robodata.nodes.common import make_executor, message_class
 from ros_robodata.profile import load_profile
-from ros_robodata.record.cdr_stamp import header_stamp_ns
+from ros_robodata.signals.cdr import header_stamp_ns
 
 
 def main() -> int:

@@ -109,7 +109,7 @@ def concatenate(sources: list[Path], out: Path) -> list[int]:
     from ros_robodata.bag.reader import BagReader
     from ros_robodata.bag.types import typestore
     from ros_robodata.bag.writer import BagWriter
-    from ros_robodata.record.cdr_stamp import header_stamp_ns, starts_with_header
+    from ros_robodata.signals.cdr import header_stamp_ns, starts_with_header
 
     store = typestore()
     stamped: dict[str, bool] = {}

@@ -40,8 +40,8 @@ from ros_robodata.dataset import Dataset
 from ros_robodata.segment.detector import EventDetector, SegmenterSettings
 from ros_robodata.segment.events import CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 from ros_robodata.segment.offline import dataset_profile, segment_bag
-from ros_robodata.segment.readings import GripperReading, WrenchReading, gripper_reading, wrench_reading
 from ros_robodata.segment.segmenter import settings_from_profile
+from ros_robodata.signals.samples import GripperReading, WrenchReading, gripper_reading, wrench_reading
 from ros_robodata.sim.cell import SimCell
 
 STROKE_M = 0.04

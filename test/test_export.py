@@ -48,7 +48,7 @@ def source(dataset: Any) -> dict[str, dict[str, Any]]:
     """Per episode, straight from the bag: the reference camera's stamps and each LiDAR scan's point count."""
     from ros_robodata.bag.pointcloud import pointcloud_to_numpy
     from ros_robodata.bag.reader import BagReader
-    from ros_robodata.record.cdr_stamp import header_stamp_ns
+    from ros_robodata.signals.cdr import header_stamp_ns
 
     out = {}
     for episode_id in dataset.episode_ids():

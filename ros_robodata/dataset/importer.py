@@ -345,7 +345,7 @@ def _expected_rates(profile: Profile | None) -> dict[str, float | None]:
 def fill_stats_from_bag(episode: Episode, bag: Path, profile: Profile | None) -> int:
     """Counts, rates, header-stamp range and loss by stamps, as the recorder writes them: one pass over the bag;
     returns the number of messages."""
-    from ros_robodata.record.cdr_stamp import starts_with_header
+    from ros_robodata.signals.cdr import starts_with_header
 
     rates = _expected_rates(profile)
     with BagReader(bag) as reader:

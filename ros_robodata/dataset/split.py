@@ -22,8 +22,8 @@ from ros_robodata.bag.writer import BagWriter, qos_profile
 from ros_robodata.dataset.episode import OUTCOMES
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
-from ros_robodata.record.cdr_stamp import starts_with_header
 from ros_robodata.record.topic_stats import TopicStats
+from ros_robodata.signals import read_joints, starts_with_header
 
 EPISODE_EVENT = 'ros_robodata/msg/EpisodeEvent'
 BOOL = 'std_msgs/msg/Bool'
@@ -211,8 +211,6 @@ def _activity_windows(reader: BagReader, gap_s: float, profile: Profile | None, 
     """Stretches where the arm moves, split wherever it stood still (or its joint states were silent) for
     `gap_s`, each with half a gap (at most 2 s) of the stillness around it so later steps see it at rest; a rig
     without joint states is split where the whole log fell silent for `gap_s`."""
-    from ros_robodata.segment.cdr import joint_state_from_cdr
-
     gap = int(gap_s * 1e9)
     if gap <= 0:
         raise RobodataError('--split-on-gap: the gap must be greater than 0')
@@ -231,13 +229,9 @@ def _activity_windows(reader: BagReader, gap_s: float, profile: Profile | None, 
         if joint_topic is None:
             activity(message.t_ns)
             continue
-        parsed = joint_state_from_cdr(message.data)
-        if parsed is None:
-            msg = reader.decode(message)
-            parsed = (0, [str(n) for n in msg.name], [float(v) for v in msg.position])
-        _, names, positions = parsed
+        joints = read_joints(message.data, lambda m=message: reader.decode(m))
         moved = False
-        for name, value in zip(names, positions, strict=False):
+        for name, value in zip(joints.names, joints.position, strict=False):
             if (arm is not None and name not in arm) or not math.isfinite(value):
                 continue
             if name not in anchor:

@@ -41,7 +41,7 @@ from ros_robodata.export.schedule import FrameScheduler, ScheduleSpec
 from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
 from ros_robodata.files import replace_unless_same, write_atomic
 from ros_robodata.profile import LASER_SCAN, GripperSpec, Profile
-from ros_robodata.record.cdr_stamp import header_stamp_ns
+from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints
 
 FRAMES_FILE = 'frames.json'
 EPISODE_FORMAT = 'ros_robodata.frames_episode/1'
@@ -357,34 +357,20 @@ class _FrameWriter:
         return entry
 
     def _joint_state(self, match: Match) -> dict[str, Any]:
-        from ros_robodata.segment.cdr import joint_state_from_cdr
-
         assert match.sample is not None and match.offset_ns is not None
-        parsed = joint_state_from_cdr(match.sample.payload.data)
-        if parsed is None:
-            msg = self.decode(match.sample.payload)
-            names, position = [str(n) for n in msg.name], [float(v) for v in msg.position]
-        else:
-            _, names, position = parsed
-        return {'names': names, 'position': [_num(v) for v in position], 'stamp_ns': match.sample.stamp_ns,
-                'offset_ms': _ms(match.offset_ns)}
+        payload = match.sample.payload
+        joints = read_joints(payload.data, lambda: self.decode(payload))
+        return {'names': joints.names, 'position': [_num(v) for v in joints.position],
+                'stamp_ns': match.sample.stamp_ns, 'offset_ms': _ms(match.offset_ns)}
 
     def _gripper(self, match: Match) -> dict[str, Any] | None:
-        from ros_robodata.segment.cdr import gripper_from_cdr
-
         spec = self.plan.gripper
         assert spec is not None and match.sample is not None and match.offset_ns is not None
-        reading = gripper_from_cdr(match.sample.payload.data, spec.joint)
-        if reading is False:
-            return None  # this message does not carry the finger joint
+        payload = match.sample.payload
+        reading = read_gripper(payload.data, spec.joint, lambda: self.decode(payload))
         if reading is None:
-            msg = self.decode(match.sample.payload)
-            names = [str(n) for n in msg.name]
-            if spec.joint not in names or names.index(spec.joint) >= len(msg.position):
-                return None
-            position = float(msg.position[names.index(spec.joint)])
-        else:
-            position = reading.position
+            return None  # this message does not carry the finger joint
+        position = reading.position
         stroke = spec.open_position - spec.closed_position
         opening = None if not math.isfinite(position) else min(1.0, max(0.0, (position - spec.closed_position)
                                                                             / stroke))

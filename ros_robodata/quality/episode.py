@@ -7,19 +7,34 @@ windows; the trajectory kept for comparing demonstrations is decimated to a fixe
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.types import typestore
+from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
 from ros_robodata.quality.contact import WrenchWatch
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
 from ros_robodata.quality.motion import JointMotion, limits_from_urdf
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
-from ros_robodata.record.cdr_stamp import header_stamp_ns, starts_with_header
-from ros_robodata.segment.cdr import gripper_from_cdr, joint_state_from_cdr, wrench_from_cdr
+from ros_robodata.signals import (
+    GripperReading,
+    JointReading,
+    WrenchReading,
+    header_stamp_ns,
+    read_gripper,
+    read_joints,
+    read_wrench,
+    starts_with_header,
+)
+
+# What reading a damaged or unexpected message raises (our decoders' RobodataError, rosbags' and rclpy's parse
+# errors, a field of the wrong shape): the message is counted as undecodable; anything else is a bug and surfaces.
+UNREADABLE = (RobodataError, ValueError, TypeError, IndexError, KeyError, AttributeError, struct.error,
+              UnicodeDecodeError)
 
 # How much one finding costs the episode's score: the score is the product of (1 - penalty) over findings.
 PENALTY = {ERROR: 0.3, WARN: 0.1}
@@ -102,7 +117,9 @@ class EpisodeQuality:
 
     def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
         """One message of `topic` (CDR bytes; `decode()` gives the message object when a check needs it);
-        returns the checks that fired on it."""
+        returns the checks that fired on it. A message that cannot be read is reported once per topic
+        (metrics 'undecodable'); the checks themselves run outside that guard, so a bug in one is not taken
+        for bad data."""
         timing = self.timing.get(topic)
         if timing is None:
             return []
@@ -111,30 +128,50 @@ class EpisodeQuality:
         self.last_ns = receive_ns
         stamp = header_stamp_ns(data) if self._stamped[topic] else None
         fired = timing.add(stamp, receive_ns)
+        at = stamp or receive_ns
         try:
-            if self.gripper is not None and topic == self.gripper.topic:
-                self._gripper(data)
-            if topic == self.joint_topic:
-                fired += self._joints(data, decode)
-            elif self.wrench is not None and topic == self.wrench.topic:
-                reading = wrench_from_cdr(data)
-                force = reading.force if reading is not None else _force(decode())
-                fired += self.wrench.add(stamp or receive_ns, force)
-            elif topic in self._camera_topics:
-                if topic in self.sync and self.sync[topic].frame(stamp or receive_ns):
-                    fired.append('timing.sync_skew')
-                fired += self._frame(topic, stamp or receive_ns, decode)
-            elif topic in self._urdf_topics and self.motion is not None and not self.motion.joint_limits:
-                self.motion.joint_limits = limits_from_urdf(str(decode().data))
-        except Exception as err:  # a message our checks cannot read is reported once, not fatal
-            self.undecodable.setdefault(topic, f'{type(err).__name__}: {err}')
+            sample = self._read(topic, at, data, decode)
+        except UNREADABLE as err:
+            self.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
+            return fired
+        gripper, reading = sample
+        if gripper is not None:
+            self._gripper(gripper)
+        if isinstance(reading, JointReading):
+            fired += self._joints(reading)
+        elif isinstance(reading, WrenchReading):
+            assert self.wrench is not None
+            fired += self.wrench.add(at, reading.force)
+        elif topic in self._camera_topics:
+            if topic in self.sync and self.sync[topic].frame(at):
+                fired.append('timing.sync_skew')
+            if reading is not None:
+                fired += self.cameras[topic].add(at, reading)
+        elif isinstance(reading, str) and self.motion is not None:
+            self.motion.joint_limits = limits_from_urdf(reading)
         return fired
 
-    def _gripper(self, data: bytes | memoryview) -> None:
+    def _read(self, topic: str, at: int, data: bytes | memoryview, decode: Callable[[], Any]
+              ) -> tuple[GripperReading | None, Any]:
+        """What the checks need of one message: the gripper reading (its topic may be the joint states'), and the
+        joints, the wrench, a camera frame's pixels (when its turn came) or the URDF's text."""
+        gripper = None
+        if self.gripper is not None and topic == self.gripper.topic:
+            gripper = read_gripper(data, self.gripper.joint, decode)
+        if topic == self.joint_topic:
+            return gripper, read_joints(data, decode)
+        if self.wrench is not None and topic == self.wrench.topic:
+            return gripper, read_wrench(data, decode)
+        if topic in self._camera_topics:
+            return gripper, self._frame(topic, at, decode)
+        if topic in self._urdf_topics and self.motion is not None and not self.motion.joint_limits:
+            return gripper, str(decode().data)
+        return gripper, None
+
+    def _gripper(self, reading: GripperReading) -> None:
         """When the fingers move (a stroke jolts the wrist: not a collision)."""
         assert self.gripper is not None
-        reading = gripper_from_cdr(data, self.gripper.joint)
-        if reading is None or reading is False or reading is True or reading.position != reading.position:
+        if reading.position != reading.position:
             return
         stroke = abs(self.gripper.open_position - self.gripper.closed_position)
         last, self._gripper_last = self._gripper_last, (reading.stamp_ns, reading.position)
@@ -153,27 +190,21 @@ class EpisodeQuality:
     def _excused(self, stamp: int) -> bool:
         return any(a - 150_000_000 <= stamp <= b + 150_000_000 for a, b in self._gripper_moving.items)
 
-    def _joints(self, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
-        parsed = joint_state_from_cdr(data)
-        if parsed is None:
-            msg = decode()
-            parsed = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, list(msg.name),
-                      [float(v) for v in msg.position])
-        stamp, names, position = parsed
+    def _joints(self, reading: JointReading) -> list[str]:
         for watch in self.sync.values():
-            watch.reference(stamp)
+            watch.reference(reading.stamp_ns)
         assert self.motion is not None  # joint_topic is set
-        return self.motion.add(stamp, names, position)
+        return self.motion.add(reading.stamp_ns, reading.names, reading.position)
 
-    def _frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> list[str]:
-        watch = self.cameras.get(topic)
-        if watch is None:
-            return []
+    def _frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> Any:
+        """The frame's pixels when the camera checks look at it (image_rate_hz a second), else None."""
+        if topic not in self.cameras:
+            return None
         last = self._last_frame.get(topic)
         if last is not None and 0 <= stamp - last < 0.9 * self._image_period_ns:  # 0.9: frames on a 1/30 s grid
-            return []
+            return None
         self._last_frame[topic] = stamp
-        return watch.add(stamp, decode_image(decode()))
+        return decode_image(decode())
 
     def report(self, *, outcome: str | None = None, min_episode_s: float = 1.0) -> EpisodeReport:
         """Findings and metrics so far; `outcome` (the operator's label) adds the completeness check of it."""
@@ -224,11 +255,6 @@ class EpisodeQuality:
         if outcome is not None and outcome == 'unknown':
             out.append(Finding('completeness.outcome', WARN, '', 'no outcome label (success / failure / recovery)'))
         return out
-
-
-def _force(msg: Any) -> tuple[float, float, float]:
-    f = msg.wrench.force
-    return float(f.x), float(f.y), float(f.z)
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:

@@ -33,9 +33,8 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
 from ros_robodata.profile import Profile
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
-from ros_robodata.record.cdr_stamp import header_stamp_ns
-from ros_robodata.segment.cdr import gripper_from_cdr, joint_state_from_cdr, wrench_from_cdr
 from ros_robodata.segment.offline import EVENTS_FILE
+from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints, read_wrench
 
 REPORT_FILE = 'report.html'
 BUCKETS = 1500  # envelope buckets per signal: a min and a max each, so 3000 points a line at most
@@ -348,9 +347,10 @@ def read_signals(bag_dir: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeS
         topics = {x for x in (joint_topic, gripper.topic if gripper else None, wrench_topic) if x} | picker.topics
         for message in reader.messages(sorted(topics)):
             topic = message.topic
+            decode = lambda m=message: reader.decode(m)  # noqa: E731 - one closure, three readers
             if topic == joint_topic:
-                parsed = joint_state_from_cdr(message.data) or _joint_state_slow(reader.decode(message))
-                stamp, names, positions = parsed
+                joints = read_joints(message.data, decode)
+                names = joints.names
                 if out.joints is None:
                     skip = gripper.joint if gripper is not None and gripper.topic == joint_topic else None
                     out.joint_names = list(profile.robot.arm_joints) or [n for n in names if n != skip]
@@ -358,45 +358,23 @@ def read_signals(bag_dir: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeS
                 key = tuple(names)
                 if key not in columns:
                     columns[key] = [names.index(n) if n in names else -1 for n in out.joint_names]
-                out.joints.add(stamp or message.t_ns, [positions[i] if 0 <= i < len(positions) else math.nan
-                                                      for i in columns[key]])
+                out.joints.add(joints.stamp_ns or message.t_ns,
+                               [joints.position[i] if 0 <= i < len(joints.position) else math.nan
+                                for i in columns[key]])
             if gripper is not None and topic == gripper.topic and out.gripper is not None:
-                reading = gripper_from_cdr(message.data, gripper.joint)
-                if reading is None:
-                    sample = _gripper_slow(reader.decode(message), gripper.joint)
-                elif reading is False or reading is True:
-                    sample = None
-                else:
-                    sample = (reading.stamp_ns, reading.position)
-                if sample is not None:
+                reading = read_gripper(message.data, gripper.joint, decode)
+                if reading is not None:
                     stroke = gripper.open_position - gripper.closed_position
-                    out.gripper.add(sample[0] or message.t_ns, [(sample[1] - gripper.closed_position) / stroke])
+                    out.gripper.add(reading.stamp_ns or message.t_ns,
+                                    [(reading.position - gripper.closed_position) / stroke])
             if topic == wrench_topic and out.force is not None:
-                wrench = wrench_from_cdr(message.data)
-                if wrench is None:
-                    msg = reader.decode(message)
-                    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-                    force = (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z)
-                else:
-                    stamp, force = wrench.stamp_ns, wrench.force
-                out.force.add(stamp or message.t_ns, [math.sqrt(sum(float(v) ** 2 for v in force))])
+                wrench = read_wrench(message.data, decode)
+                out.force.add(wrench.stamp_ns or message.t_ns, [math.sqrt(sum(float(v) ** 2 for v in wrench.force))])
             if topic in picker.topics:
                 picker.frame(message, header_stamp_ns(message.data) or message.t_ns, reader.decode)
         picker.finish(reader.decode)
         out.notes += reader.notes
     return out
-
-
-def _joint_state_slow(msg: Any) -> tuple[int, list[str], list[float]]:
-    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-    return stamp, [str(n) for n in msg.name], [float(v) for v in msg.position]
-
-
-def _gripper_slow(msg: Any, joint: str) -> tuple[int, float] | None:
-    names = [str(n) for n in msg.name]
-    if joint not in names or names.index(joint) >= len(msg.position):
-        return None
-    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, float(msg.position[names.index(joint)])
 
 
 # -- the timeline figure -----------------------------------------------------------------------------

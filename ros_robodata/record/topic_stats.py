@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ros_robodata.record.cdr_stamp import header_stamp_ns
+from ros_robodata.signals.cdr import header_stamp_ns
 
 GAP_FACTOR = 1.5
 _LEARN_SAMPLES = 20

@@ -33,7 +33,7 @@ from ros_robodata.segment.events import (
 )
 from ros_robodata.segment.load import NOISE_SIGMAS, GraspLoad, WristLoad
 from ros_robodata.segment.noise import NoiseFloor
-from ros_robodata.segment.readings import GripperReading, WrenchReading
+from ros_robodata.signals.samples import GripperReading, WrenchReading
 
 # Slowest gripper motion that counts as deliberate: a tenth of the stroke per second.
 MIN_STROKE_SPEED = 0.1

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ros_robodata.profile import Profile
-from ros_robodata.segment.cdr import gripper_from_cdr, wrench_from_cdr
 from ros_robodata.segment.detector import EventDetector, SegmenterSettings
 from ros_robodata.segment.events import Event, SegmentResult
 from ros_robodata.segment.order import StampOrder
-from ros_robodata.segment.readings import GripperReading, WrenchReading, gripper_reading, wrench_reading
+from ros_robodata.signals import GripperReading, WrenchReading, read_gripper, read_wrench
 
 GRIPPER, WRENCH = 'gripper', 'wrench'
 
@@ -57,35 +56,22 @@ class Segmenter:
 
     def add_message(self, topic: str, msg: Any) -> list[Event]:
         """A decoded JointState/WrenchStamped (rclpy or rosbags) from one of `topics`; the events it confirmed."""
-        role = self.topics.get(topic)
-        if role == GRIPPER:
-            reading = gripper_reading(msg, self.gripper_joint)
-            if reading is None:
-                self.detector.skipped['gripper_joint_missing'] = self.detector.skipped.get('gripper_joint_missing',
-                                                                                           0) + 1
-                return []
-            return self.add(GRIPPER, reading)
-        if role == WRENCH:
-            return self.add(WRENCH, wrench_reading(msg))
-        return []
+        return self.add_cdr(topic, b'', lambda: msg)
 
     def add_cdr(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any]) -> list[Event]:
-        """Raw CDR bytes from a bag: parsed directly when the layout is the plain one, else via `decode()`."""
+        """A message of one of `topics` as CDR bytes (from a bag), parsed directly when the layout is the plain
+        one, else through `decode()`; the events it confirmed."""
         role = self.topics.get(topic)
-        reading: GripperReading | WrenchReading | bool | None
         if role == WRENCH:
-            reading = wrench_from_cdr(data)
-        elif role == GRIPPER:
-            reading = gripper_from_cdr(data, self.gripper_joint)
-            if reading is False:
-                skipped = self.detector.skipped
-                skipped['gripper_joint_missing'] = skipped.get('gripper_joint_missing', 0) + 1
-                return []
-        else:
+            return self.add(WRENCH, read_wrench(data, decode))
+        if role != GRIPPER:
             return []
-        if reading is None or reading is True:
-            return self.add_message(topic, decode())
-        return self.add(role, reading)
+        reading = read_gripper(data, self.gripper_joint, decode)
+        if reading is None:
+            skipped = self.detector.skipped
+            skipped['gripper_joint_missing'] = skipped.get('gripper_joint_missing', 0) + 1
+            return []
+        return self.add(GRIPPER, reading)
 
     def add(self, role: str, reading: GripperReading | WrenchReading) -> list[Event]:
         return self._feed(self._order.push(role, reading.stamp_ns, reading))

@@ -1,17 +1,25 @@
-"""The gripper's JointState and the wrist's WrenchStamped read straight from their CDR bytes.
+"""Signals read straight from CDR bytes: a message's header stamp, and the fixed layouts of JointState and
+WrenchStamped.
 
-Offline, generic deserialization (~20 us a message) cost more than the detector itself; these two fixed
-layouts parse in a few microseconds. Anything unexpected (big-endian data, a short buffer) returns None and
-the caller falls back to the typestore, so the fast path never changes a result.
+The recorder must not deserialize (it would cap throughput), yet loss and latency are judged by header stamps;
+offline, rosbags' generic decode (~20 us a message) cost more than the checks and the detector. In CDR a message
+whose first field is std_msgs/Header starts, after the 4-byte encapsulation header, with the stamp (int32 sec,
+uint32 nanosec), and the two fixed layouts parse in a few microseconds. Anything unexpected (big-endian data, a
+short buffer) returns None and the caller decodes instead (signals/read.py), so the fast path never changes a
+result.
 """
 
 from __future__ import annotations
 
 import struct
 
-from ros_robodata.segment.readings import GripperReading, WrenchReading
+from rosbags.typesys.store import Typestore
+
+from ros_robodata.signals.samples import GripperReading, JointReading, WrenchReading
 
 _STAMP = struct.Struct('<iI')
+_STAMP_BE = struct.Struct('>iI')
+HEADER_TYPES = ('std_msgs/msg/Header',)
 _U32 = struct.Struct('<I')
 _WRENCH = struct.Struct('<6d')
 _LITTLE_ENDIAN_CDR = (b'\x00\x01', b'\x00\x03')  # CDR_LE, PL_CDR_LE
@@ -19,6 +27,28 @@ _LITTLE_ENDIAN_CDR = (b'\x00\x01', b'\x00\x03')  # CDR_LE, PL_CDR_LE
 
 class _Short(Exception):
     pass
+
+
+def starts_with_header(msgtype: str, store: Typestore) -> bool:
+    """True when the message's first field is a std_msgs/Header (stamped messages)."""
+    fielddefs = store.fielddefs.get(msgtype)
+    if not fielddefs or not fielddefs[1]:
+        return False
+    _name, (kind, target) = fielddefs[1][0]
+    return getattr(kind, 'name', '') == 'NAME' and target in HEADER_TYPES
+
+
+def header_stamp_ns(data: bytes | memoryview) -> int | None:
+    """The header stamp in ns, or None when the bytes are too short or not CDR."""
+    if len(data) < 12:
+        return None
+    if data[1] == 1:
+        sec, nanosec = _STAMP.unpack_from(data, 4)
+    elif data[1] == 0:
+        sec, nanosec = _STAMP_BE.unpack_from(data, 4)
+    else:
+        return None
+    return sec * 1_000_000_000 + nanosec
 
 
 def _align(offset: int, size: int) -> int:
@@ -73,8 +103,8 @@ def _names_at(data: memoryview, start: int) -> tuple[list[str], int]:
     return names, offset
 
 
-def joint_state_from_cdr(raw: bytes | memoryview) -> tuple[int, list[str], list[float]] | None:
-    """(stamp, names, positions) of a sensor_msgs/JointState; None: use the slow path."""
+def joint_state_from_cdr(raw: bytes | memoryview) -> JointReading | None:
+    """Stamp, names and positions of a sensor_msgs/JointState; None: use the slow path."""
     data = memoryview(raw)
     if len(data) < 20 or bytes(data[:2]) not in _LITTLE_ENDIAN_CDR:
         return None
@@ -89,7 +119,7 @@ def joint_state_from_cdr(raw: bytes | memoryview) -> tuple[int, list[str], list[
         positions = list(struct.unpack_from(f'<{n}d', data, offset))
     except (_Short, struct.error, UnicodeDecodeError):
         return None
-    return stamp, list(names), positions
+    return JointReading(stamp, list(names), positions)
 
 
 def gripper_from_cdr(raw: bytes | memoryview, joint: str) -> GripperReading | bool | None:

@@ -1,4 +1,4 @@
-"""Samples the segmenter eats, and how to get them out of ROS messages (rclpy's or rosbags', same fields)."""
+"""Typed samples of the robot's signals, whichever way they were read (CDR bytes, rclpy or rosbags messages)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,15 @@ class WrenchReading:
     frame_id: str = ''
 
 
+@dataclass(frozen=True)
+class JointReading:
+    """An arm's joint positions (rad, or m for a prismatic joint), by name."""
+
+    stamp_ns: int
+    names: list[str]
+    position: list[float]
+
+
 def stamp_ns(header: Any) -> int:
     return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
 
@@ -50,3 +59,8 @@ def wrench_reading(msg: Any) -> WrenchReading:
     f, t = msg.wrench.force, msg.wrench.torque
     return WrenchReading(stamp_ns(msg.header), (float(f.x), float(f.y), float(f.z)),
                          (float(t.x), float(t.y), float(t.z)), str(msg.header.frame_id))
+
+
+def joint_reading(msg: Any) -> JointReading:
+    """A sensor_msgs/JointState's names and positions."""
+    return JointReading(stamp_ns(msg.header), [str(n) for n in msg.name], [float(v) for v in msg.position])
