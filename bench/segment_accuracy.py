@@ -33,16 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
-import ros_robodata.segment.detector as detector_module
+import ros_robodata.events.detector as detector_module
 import ros_robodata.sim.samples as S
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
-from ros_robodata.segment.detector import EventDetector, SegmenterSettings
-from ros_robodata.segment.events import CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
-from ros_robodata.segment.offline import dataset_profile, segment_bag
-from ros_robodata.segment.segmenter import settings_from_profile
+from ros_robodata.events.detector import EventDetector, SegmenterSettings
+from ros_robodata.events.offline import dataset_profile, segment_bag
+from ros_robodata.events.segmenter import settings_from_profile
 from ros_robodata.signals.samples import GripperReading, WrenchReading, gripper_reading, wrench_reading
 from ros_robodata.sim.cell import SimCell
+from ros_robodata.vocabulary import CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 STROKE_M = 0.04
 TOLERANCE_NS = 50_000_000

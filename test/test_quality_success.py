@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.events.offline import segment_bag
 from ros_robodata.profile import Profile, Success, load_profile
 from ros_robodata.quality.success import SuccessVerdict, evaluate_success
-from ros_robodata.segment.offline import segment_bag
 from ros_robodata.sim.to_bag import write_sim_episode
 
 SIM_CELL_PROFILE = Path(__file__).resolve().parent.parent / 'config' / 'sim_cell.yaml'

@@ -10,8 +10,8 @@ from pathlib import Path
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.events.offline import segment_bag
 from ros_robodata.profile import load_profile
-from ros_robodata.segment.offline import segment_bag
 from ros_robodata.sim.to_bag import write_sim_episode
 from test.ros_rig import PROFILE, ROOT, client, new_domain, ros_env, stop_process
 

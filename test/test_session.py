@@ -12,8 +12,8 @@ from std_srvs.srv import Trigger
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
+from ros_robodata.events.offline import segment_bag
 from ros_robodata.profile import load_profile
-from ros_robodata.segment.offline import segment_bag
 from ros_robodata.sim.to_bag import write_sim_episode
 from ros_robodata.srv import StartEpisode
 from test.ros_rig import PROFILE, client, new_domain, ros_env, stop_process

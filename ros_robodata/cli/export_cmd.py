@@ -11,10 +11,11 @@ from typing import Any
 from ros_robodata.cli.common import items, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import FRAMES_FILE, MANIFEST_FILE, ExportOptions, export_items, plan_export
-from ros_robodata.export.schedule import ScheduleSpec, parse_duration
+from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.export.tasks import write_task_files
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.paths import config_path
+from ros_robodata.vocabulary import parse_duration
 
 SHOWN_UNMATCHED = 20
 

@@ -13,12 +13,12 @@ from ros_robodata.cli.common import print_json, progress, stderr, stdout
 from ros_robodata.dataset import MODES, OUTCOMES, Dataset, is_dataset
 from ros_robodata.dataset.importer import Imported, ImportOptions, import_lock, import_recording
 from ros_robodata.dataset.sources import Recording, find_recordings
-from ros_robodata.dataset.split import SplitSpec, parse_time
+from ros_robodata.dataset.split import SplitSpec
 from ros_robodata.dataset.targets import dataset_profile
 from ros_robodata.dataset.watch import Watcher
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.schedule import parse_duration
 from ros_robodata.profile import Profile, load_profile
+from ros_robodata.vocabulary import parse_duration, parse_time
 
 THEN_STEPS = ('segment', 'score')
 
@@ -201,7 +201,7 @@ def _then(dataset: Dataset, profile: Profile | None, episode_ids: list[str], ste
         raise RobodataError(f'--then {",".join(steps)}: {dataset.root} has no robot profile to read the episodes '
                             'with; import with --profile')
     if 'segment' in steps:
-        from ros_robodata.segment.offline import segment_episode
+        from ros_robodata.events.offline import segment_episode
 
         if profile.topics.gripper is None and profile.topics.wrench is None:
             out['segment'] = 'skipped: the profile has no gripper or wrench topic'

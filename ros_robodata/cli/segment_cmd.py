@@ -10,8 +10,9 @@ from rich.table import Table
 
 from ros_robodata.cli.common import items, print_json, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.errors import RobodataError
-from ros_robodata.segment.events import KINDS, SegmentResult
-from ros_robodata.segment.offline import EVENTS_FILE, segment_bag, segment_episode
+from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.offline import EVENTS_FILE, segment_bag, segment_episode
+from ros_robodata.vocabulary import EVENT_KINDS
 
 
 def add_parser(sub: Any) -> None:
@@ -60,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         written = f' ({EVENTS_FILE} written)' if target.kind == 'dataset' else ' (nothing written)'
         name = target.dataset.name if target.dataset is not None else str(target.path)
-        table = Table('episode' if target.kind == 'dataset' else 'bag', *KINDS,
+        table = Table('episode' if target.kind == 'dataset' else 'bag', *EVENT_KINDS,
                       title=f'{name}: events per episode{written}')
         for episode_id, result in results.items():
             counts = Counter(e.kind for e in result.events)
-            table.add_row(episode_id, *(str(counts.get(k, 0)) for k in KINDS))
+            table.add_row(episode_id, *(str(counts.get(k, 0)) for k in EVENT_KINDS))
         stdout.print(table)
     for episode_id, reason in failed.items():
         stderr.print(f'robodata segment: {episode_id}: {reason}')

@@ -24,9 +24,10 @@ import yaml
 from ros_robodata import __version__
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
-from ros_robodata.dataset.episode import OUTCOMES, STATUSES, Episode, check_episode_id, read_episode, write_episode
+from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.errors import DatasetError
 from ros_robodata.files import write_atomic
+from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
 DATASET_FILE = 'dataset.yaml'
 

@@ -15,16 +15,7 @@ from typing import Any
 import yaml
 
 from ros_robodata.errors import DatasetError
-
-OUTCOMES = ('success', 'failure', 'recovery', 'unknown')
-# teleop: an operator commands the arm through a device; kinesthetic: the operator moves the arm by hand;
-# autonomous: a policy or program ran the robot (deployed robots' logs); human: a person did the task with no robot
-# (a phone video, a capture studio); unknown: not said (data imported from elsewhere).
-MODES = ('teleop', 'kinesthetic', 'autonomous', 'human', 'unknown')
-# recording: bag open; complete: closed normally; interrupted: closed by Ctrl-C/SIGTERM;
-# incomplete: closed by an error (disk full) or recovered by `robodata repair`;
-# discarded: the operator threw it away (kept on disk); approved / rejected: a reviewer's verdict.
-STATUSES = ('recording', 'complete', 'interrupted', 'incomplete', 'discarded', 'approved', 'rejected')
+from ros_robodata.vocabulary import MODES, OUTCOMES, STATUSES, check_choice
 
 _ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}')
 
@@ -65,9 +56,9 @@ class Episode:
 
     def __post_init__(self) -> None:
         check_episode_id(self.id)
-        _check_choice('outcome', self.outcome, OUTCOMES)
-        _check_choice('mode', self.mode, MODES)
-        _check_choice('status', self.status, STATUSES)
+        check_choice('outcome', self.outcome, OUTCOMES, DatasetError)
+        check_choice('mode', self.mode, MODES, DatasetError)
+        check_choice('status', self.status, STATUSES, DatasetError)
 
     @property
     def duration_s(self) -> float | None:
@@ -89,11 +80,6 @@ class Episode:
             return cls(**data)
         except (TypeError, DatasetError) as err:
             raise DatasetError(f'{source}: {err}') from None
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise DatasetError(f'{name} {value!r} is not one of {", ".join(allowed)}')
 
 
 def read_episode(path: Path) -> Episode:

@@ -28,12 +28,13 @@ from ros_robodata.bag.reader import BagReader, TopicInfo
 from ros_robodata.bag.repair import repair_bag
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset, file_sha256
-from ros_robodata.dataset.episode import MODES, OUTCOMES, Episode, check_episode_id
+from ros_robodata.dataset.episode import Episode, check_episode_id
 from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id
 from ros_robodata.dataset.split import SplitSpec, find_windows, write_windows
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.profile import COMPRESSED_IMAGE, Profile
 from ros_robodata.record.topic_stats import TopicStats, stamp_range
+from ros_robodata.vocabulary import MODES, OUTCOMES
 
 METHODS = ('copy', 'link', 'move')
 STAGING_SUFFIX = '.importing'

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.writer import BagWriter, qos_profile
-from ros_robodata.dataset.episode import OUTCOMES
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
 from ros_robodata.record.topic_stats import TopicStats
 from ros_robodata.signals import read_joints, starts_with_header
+from ros_robodata.vocabulary import OUTCOMES, parse_time
 
 EPISODE_EVENT = 'ros_robodata/msg/EpisodeEvent'
 BOOL = 'std_msgs/msg/Bool'
@@ -93,31 +91,6 @@ def find_windows(reader: BagReader, spec: SplitSpec, profile: Profile | None) ->
 
 
 # -- ranges ---------------------------------------------------------------------------------------------------
-
-
-def parse_time(text: str, origin_ns: int, where: str) -> int:
-    """A moment written by a user: seconds from `origin_ns` ('12.5'; with origin 0, seconds since the epoch),
-    nanoseconds since the epoch (an integer of 16 digits or more), or an ISO 8601 date and time
-    ('2026-03-02T10:15:00Z'; no zone: UTC)."""
-    text = text.strip()
-    if re.fullmatch(r'\d{16,}', text):
-        return int(text)
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        if not math.isfinite(seconds) or seconds < 0:
-            raise RobodataError(f'{where}: {text!r} is not a time: seconds must be 0 or more')
-        return origin_ns + round(seconds * 1e9)
-    try:
-        moment = datetime.fromisoformat(text.replace('Z', '+00:00'))
-    except ValueError:
-        raise RobodataError(f'{where}: {text!r} is not a time: give seconds, nanoseconds since the epoch or an ISO '
-                            '8601 date and time (2026-03-02T10:15:00Z)') from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return round(moment.timestamp() * 1e9)
 
 
 def read_ranges(path: Path, origin_ns: int) -> list[Window]:

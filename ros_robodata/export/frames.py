@@ -566,7 +566,7 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
     """Export episodes or bags on their own (in `workers` processes), then merge every current frames.json into
     manifest.json. An episode's events (events.json) mark its frames; a bag on its own has none."""
-    from ros_robodata.segment.offline import EVENTS_FILE
+    from ros_robodata.events.offline import EVENTS_FILE
 
     out = Path(out_dir)
     plan = replace(plan_export(profile, options), dataset=name)

@@ -7,8 +7,6 @@ back. Every chosen frame is a real image of the reference camera, never one inte
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -17,18 +15,6 @@ from ros_robodata.errors import RobodataError
 
 T = TypeVar('T')
 
-_DURATION = re.compile(r'^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)\s*$')
-
-
-def parse_duration(text: str, option: str = 'duration', *, allow_zero: bool = False) -> int:
-    """'0.5s' or '500ms' in ns; a unit is required so that '50' is never read as 50 seconds by mistake."""
-    match = _DURATION.match(str(text))
-    if not match:
-        raise RobodataError(f'{option}: {text!r} is not a duration; write it with a unit, e.g. 0.5s or 500ms')
-    value = float(match[1]) * (1e6 if match[2] == 'ms' else 1e9)
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise RobodataError(f'{option}: must be {"0 or more" if allow_zero else "greater than 0"}, got {text!r}')
-    return round(value)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ import cv2
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.taxonomy import Taxonomy
 from ros_robodata.files import replace_unless_same, write_atomic
+from ros_robodata.vocabulary import parse_duration
 
 MANIFEST_FORMAT = 'ros_robodata.frames/1'
 DEFAULT_BASE_URL = '/data/local-files/?d='
@@ -61,7 +62,6 @@ _SAFE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*')
 _IMAGE_TAGS = {'bbox': 'RectangleLabels', 'polygon': 'PolygonLabels', 'keypoints': 'KeyPointLabels'}
 _CVAT_SHAPES = {'bbox': 'rectangle', 'polygon': 'polygon', 'keypoints': 'points'}
 _PERIOD_KEYS = ('every_s', 'period_s', 'interval_s', 'every')
-_DURATION = re.compile(r'\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*')
 
 
 class TaskFileError(RobodataError):
@@ -185,10 +185,10 @@ def _period_s(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value) if value > 0 else None
     if isinstance(value, str):
-        match = _DURATION.fullmatch(value)
-        if match:
-            seconds = float(match.group(1)) / (1000.0 if match.group(2) == 'ms' else 1.0)
-            return seconds if seconds > 0 else None
+        try:
+            return parse_duration(value) / 1e9
+        except RobodataError:
+            return None
     return None
 
 

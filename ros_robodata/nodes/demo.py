@@ -190,8 +190,8 @@ class _Demo:
         """The offline steps: events.json, then quality.json and the catalog scores, for every episode."""
         from ros_robodata.dataset import Dataset
         from ros_robodata.errors import RobodataError
+        from ros_robodata.events.offline import dataset_profile, segment_episode
         from ros_robodata.quality.score import score_episodes
-        from ros_robodata.segment.offline import dataset_profile, segment_episode
 
         dataset = Dataset.open(self.dataset_root)
         profile = dataset_profile(dataset)

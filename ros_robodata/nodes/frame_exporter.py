@@ -22,10 +22,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import EpisodeExport, ExportOptions, plan_export, refresh_manifest
-from ros_robodata.export.schedule import ScheduleSpec, parse_duration
+from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
+from ros_robodata.vocabulary import parse_duration
 
 EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
 _QUEUE = 2000  # messages (about 2 s of a rig's camera, joint and LiDAR traffic)

@@ -1,6 +1,6 @@
 """Node `segmenter`: grasp, contact and release events live, from the gripper and wrist wrench topics.
 
-The detection is ros_robodata.segment (no ROS); this node only subscribes, feeds it and publishes. Events go
+The detection is ros_robodata.events (no ROS); this node only subscribes, feeds it and publishes. Events go
 out as soon as the sample that confirms them arrives (header stamped with when the event happened), on
 /robodata/events (ros_robodata/msg/SegmentEvent; the recorder records it into the episode) and as RViz text
 labels on /robodata/event_markers (visualization_msgs/msg/MarkerArray).
@@ -18,11 +18,11 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.event import Event
+from ros_robodata.events.segmenter import GRIPPER, Segmenter
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
 from ros_robodata.nodes.common import TopicDiscovery, declare, run_node
 from ros_robodata.profile import load_profile
-from ros_robodata.segment.events import Event
-from ros_robodata.segment.segmenter import GRIPPER, Segmenter
 
 EVENTS_TOPIC = '/robodata/events'
 MARKERS_TOPIC = '/robodata/event_markers'

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from dtaidistance import dtw_ndim
 
+from ros_robodata.vocabulary import FAILURE, OUTCOMES, RECOVERY, SUCCESS, UNKNOWN
+
 # A MAD times this estimates the standard deviation of normally distributed data.
 _MAD_TO_STD = 1.4826
 # An outlier must also be this many times farther than the typical demo, so a task of near-identical demos
@@ -28,8 +30,6 @@ _MIN_EPISODES = 3
 # only jitters; scaling its jitter to unit variance would weigh servo noise like real motion.
 _STILL_STD = 1e-3
 
-SUCCESS, FAILURE, RECOVERY, UNKNOWN = 'success', 'failure', 'recovery', 'unknown'
-OUTCOMES = (SUCCESS, FAILURE, RECOVERY, UNKNOWN)
 
 
 @dataclass(frozen=True)

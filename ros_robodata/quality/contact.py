@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ros_robodata.events.noise import NoiseFloor
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
-from ros_robodata.segment.noise import NoiseFloor
 
 # A change between two samples this many noise sigmas is a spike, not motion or grasping ...
 SPIKE_SIGMAS = 40.0

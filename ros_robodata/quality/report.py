@@ -30,10 +30,10 @@ from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.targets import Item
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.files import write_atomic
 from ros_robodata.profile import Profile
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
-from ros_robodata.segment.offline import EVENTS_FILE
 from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints, read_wrench
 
 REPORT_FILE = 'report.html'

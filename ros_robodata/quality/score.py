@@ -16,12 +16,12 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.targets import Item
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.segmenter import Segmenter
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, WARN, Finding
-from ros_robodata.segment.events import SegmentResult
-from ros_robodata.segment.segmenter import Segmenter
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -89,7 +89,7 @@ def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool]
                ) -> tuple[str, BagScore | str, list[dict] | None]:
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
     pass (and gets its events.json); a bag on its own (no folder) is segmented in memory."""
-    from ros_robodata.segment.offline import EVENTS_FILE, write_events
+    from ros_robodata.events.offline import EVENTS_FILE, write_events
 
     name, bag, folder, outcome, profile, images = args
     events_path = Path(folder) / EVENTS_FILE if folder is not None else None

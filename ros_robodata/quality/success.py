@@ -16,10 +16,20 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.profile import Success
-from ros_robodata.segment.events import GRASP, GRASP_FAILED, GRASP_START, KINDS, LIFT, RELEASE
+from ros_robodata.vocabulary import (
+    EVENT_KINDS,
+    FAILURE,
+    GRASP,
+    GRASP_FAILED,
+    GRASP_START,
+    LIFT,
+    OUTCOMES,
+    RECOVERY,
+    RELEASE,
+    SUCCESS,
+    UNKNOWN,
+)
 
-SUCCESS, FAILURE, RECOVERY, UNKNOWN = 'success', 'failure', 'recovery', 'unknown'
-LABELS = (SUCCESS, FAILURE, RECOVERY, UNKNOWN)
 # Gripper opening (0 closed .. 1 open, in stroke units) that counts as open at the end.
 OPEN_AT_END = 0.8
 
@@ -84,8 +94,8 @@ def evaluate_success(events: list[dict], *, end_ns: int, gripper_opening_at_end:
 
 def _label(value: str | None) -> str:
     name = str(value or UNKNOWN).strip().lower()
-    if name not in LABELS:
-        raise ValueError(f'operator outcome {value!r} is not one of {", ".join(LABELS)}')
+    if name not in OUTCOMES:
+        raise ValueError(f'operator outcome {value!r} is not one of {", ".join(OUTCOMES)}')
     return name
 
 
@@ -96,7 +106,7 @@ def _parse(events: Sequence[Mapping[str, Any]]) -> list[_Ev]:
         if 'kind' not in e or 't_ns' not in e:
             raise ValueError(f'event {n} has no {"kind" if "kind" not in e else "t_ns"}: expected events.json '
                              f'entries with kind and t_ns, got keys {sorted(e)}')
-        if e['kind'] in KINDS:
+        if e['kind'] in EVENT_KINDS:
             t_s = e.get('t_s')
             out.append(_Ev(e['kind'], int(e['t_ns']), None if t_s is None else float(t_s)))
     return sorted(out, key=lambda e: e.t_ns)

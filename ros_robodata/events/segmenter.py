@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ros_robodata.events.detector import EventDetector, SegmenterSettings
+from ros_robodata.events.event import Event, SegmentResult
+from ros_robodata.events.order import StampOrder
 from ros_robodata.profile import Profile
-from ros_robodata.segment.detector import EventDetector, SegmenterSettings
-from ros_robodata.segment.events import Event, SegmentResult
-from ros_robodata.segment.order import StampOrder
 from ros_robodata.signals import GripperReading, WrenchReading, read_gripper, read_wrench
 
 GRIPPER, WRENCH = 'gripper', 'wrench'

@@ -9,10 +9,10 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.targets import dataset_profile  # noqa: F401 - re-exported for callers
 from ros_robodata.errors import BagError
+from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.segmenter import Segmenter
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
-from ros_robodata.segment.events import SegmentResult
-from ros_robodata.segment.segmenter import Segmenter
 
 EVENTS_FILE = 'events.json'
 

@@ -5,16 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The kinds, as in msg/SegmentEvent.msg.
-GRASP_START = 'grasp_start'
-CONTACT = 'contact'
-CONTACT_LOST = 'contact_lost'
-GRASP = 'grasp'
-GRASP_FAILED = 'grasp_failed'
-LIFT = 'lift'
-RELEASE = 'release'
-KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE)
-
 
 @dataclass(frozen=True)
 class Evidence:

@@ -13,7 +13,7 @@ from statistics import median
 
 import numpy as np
 
-from ros_robodata.segment.noise import NoiseFloor
+from ros_robodata.events.noise import NoiseFloor
 
 Vec = tuple[float, float, float]
 

@@ -19,21 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ros_robodata.segment.events import (
-    CONTACT,
-    CONTACT_LOST,
-    GRASP,
-    GRASP_FAILED,
-    GRASP_START,
-    LIFT,
-    RELEASE,
-    Event,
-    Evidence,
-    Segment,
-)
-from ros_robodata.segment.load import NOISE_SIGMAS, GraspLoad, WristLoad
-from ros_robodata.segment.noise import NoiseFloor
+from ros_robodata.events.event import Event, Evidence, Segment
+from ros_robodata.events.load import NOISE_SIGMAS, GraspLoad, WristLoad
+from ros_robodata.events.noise import NoiseFloor
 from ros_robodata.signals.samples import GripperReading, WrenchReading
+from ros_robodata.vocabulary import CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 # Slowest gripper motion that counts as deliberate: a tenth of the stroke per second.
 MIN_STROKE_SPEED = 0.1

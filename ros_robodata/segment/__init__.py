@@ -1,9 +1,0 @@
-"""Grasp, contact and release events from the gripper and wrist wrench, live and offline (no rclpy here)."""
-
-from ros_robodata.segment.detector import EventDetector, SegmenterSettings
-from ros_robodata.segment.events import KINDS, Event, Evidence, Segment, SegmentResult
-from ros_robodata.segment.segmenter import Segmenter, settings_from_profile
-from ros_robodata.signals.samples import GripperReading, WrenchReading
-
-__all__ = ['KINDS', 'Event', 'EventDetector', 'Evidence', 'GripperReading', 'Segment', 'SegmentResult',
-           'Segmenter', 'SegmenterSettings', 'WrenchReading', 'settings_from_profile']
