@@ -214,8 +214,8 @@ def time_rerun(bags: Bags, name: str, options: Any, workers: int, out: Path, rep
 def rerun_split(bags: Bags, options: Any, out: Path, repeats: int) -> tuple[float, float]:
     """Of a rerun: (checking every episode is current: frames.json and every file's checksum, validating the
     manifest against its JSON schema), best of `repeats` each; the rest is building and comparing manifest.json."""
-    from ros_robodata.export.frames import episode_is_current, plan_export
-    from ros_robodata.export.manifest import MANIFEST_FILE, validate_manifest
+    from ros_robodata.export.frames import plan_export
+    from ros_robodata.export.manifest import MANIFEST_FILE, episode_is_current, validate_manifest
 
     settings = plan_export(bags.profile, options, bags.dataset.name).settings()
     folders = [out / 'episodes' / eid for eid in bags.ids]

@@ -22,3 +22,19 @@ class BagError(RobodataError):
 
 class DatasetError(RobodataError):
     """The dataset layout, catalog or an episode is missing or inconsistent."""
+
+
+class RecorderError(RobodataError):
+    """An operator command that cannot be done now (start while recording, stop while idle...)."""
+
+
+class ExportError(RobodataError):
+    """Something for another tool cannot be made: a frame OpenCV cannot encode, a scan open3d cannot write."""
+
+
+class TaxonomyError(ExportError):
+    """The class taxonomy file is unreadable or invalid."""
+
+
+class TaskFileError(ExportError):
+    """The manifest cannot be turned into labeling task files (bad path, missing file, bad name)."""

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
+
+from ros_robodata.errors import RobodataError
 
 
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:
@@ -43,3 +46,17 @@ def replace_unless_same(tmp: Path, path: Path) -> None:
     except OSError:
         pass
     os.replace(tmp, path)
+
+
+_PART = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*$')
+
+
+def safe_path(root: Path, *parts: str) -> Path:
+    """root/parts..., refused unless every part is a plain name and the result resolves inside root."""
+    for part in parts:
+        if not _PART.match(part) or '..' in part:
+            raise RobodataError(f'{part!r} is not a safe file or folder name')
+    path = root.joinpath(*parts)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise RobodataError(f'{path}: resolves outside {root}')
+    return path

@@ -240,7 +240,8 @@ def test_rerun_is_idempotent_and_an_interrupted_export_resumes(dataset: Any, eve
 
 def test_names_are_safe(dataset: Any, tmp_path: Path) -> None:
     from ros_robodata.dataset.episode import check_episode_id
-    from ros_robodata.export.frames import ExportOptions, export_episode, plan_export, safe_path, sanitize_name
+    from ros_robodata.export.frames import ExportOptions, export_episode, plan_export, sanitize_name
+    from ros_robodata.files import safe_path
 
     with pytest.raises(DatasetError):
         check_episode_id('../x')
@@ -320,7 +321,7 @@ def test_sync_pairs_nearest_within_tolerance_and_stays_bounded() -> None:
 
 def test_mono16_is_written_as_16_bit_png() -> None:
     from ros_robodata.bag.image import encode_image
-    from ros_robodata.export.frames import encode_frame_image
+    from ros_robodata.bag.sensor_files import encode_frame_image
 
     depth = (np.arange(12 * 16, dtype=np.uint16).reshape(12, 16) * 300).astype(np.uint16)
     msg = SimpleNamespace(**encode_image(depth, 'mono16'))

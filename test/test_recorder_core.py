@@ -10,8 +10,9 @@ import pytest
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
+from ros_robodata.errors import RecorderError
 from ros_robodata.profile import load_profile
-from ros_robodata.record.recorder import EpisodeRecorder, RecorderError, RecorderSettings
+from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings
 
 PROFILE = load_profile('config/sim_cell.yaml')
 

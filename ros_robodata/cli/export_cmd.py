@@ -10,7 +10,8 @@ from typing import Any
 
 from ros_robodata.cli.common import items, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import FRAMES_FILE, MANIFEST_FILE, ExportOptions, export_items, plan_export
+from ros_robodata.export.frames import ExportOptions, export_items, plan_export
+from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.export.tasks import write_task_files
 from ros_robodata.export.taxonomy import load_taxonomy

@@ -28,29 +28,32 @@ from pathlib import Path
 from typing import Any
 
 import cv2
-import numpy as np
 
 from ros_robodata.bag.reader import BagMessage, BagReader
+from ros_robodata.bag.sensor_files import cloud_points, encode_frame_image, write_pcd
 from ros_robodata.bag.types import typestore
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.dataset.targets import Item
 from ros_robodata.errors import BagError, RobodataError
-from ros_robodata.export.manifest import MANIFEST_FILE, build_manifest, write_json_atomic, write_manifest
+from ros_robodata.export.manifest import (
+    EPISODE_FORMAT,
+    FRAMES_FILE,
+    episode_is_current,
+    refresh_manifest,
+    write_json_atomic,
+)
 from ros_robodata.export.schedule import FrameScheduler, ScheduleSpec
 from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
-from ros_robodata.files import replace_unless_same, write_atomic
-from ros_robodata.profile import LASER_SCAN, GripperSpec, Profile
+from ros_robodata.files import safe_path, write_atomic
+from ros_robodata.profile import GripperSpec, Profile
 from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints
 
-FRAMES_FILE = 'frames.json'
-EPISODE_FORMAT = 'ros_robodata.frames_episode/1'
 IMAGE_FORMATS = ('jpg', 'png')
 JOINT_STATES = 'joint_states'
 GRIPPER = 'gripper'
 _SENSOR_DIR = re.compile(r'^(camera|lidar)_[a-z0-9_]+$')
 _FRAME_FILE = re.compile(r'^[0-9]{6}\.(jpg|png|pcd)$')
-_PART = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*$')
 
 
 def sanitize_name(text: str) -> str:
@@ -59,17 +62,6 @@ def sanitize_name(text: str) -> str:
     if not name:
         raise RobodataError(f'sensor name {text!r} has nothing usable as a file name')
     return name
-
-
-def safe_path(root: Path, *parts: str) -> Path:
-    """root/parts..., refused unless every part is a plain name and the result resolves inside root."""
-    for part in parts:
-        if not _PART.match(part) or '..' in part:
-            raise RobodataError(f'{part!r} is not a safe file or folder name')
-    path = root.joinpath(*parts)
-    if not path.resolve().is_relative_to(root.resolve()):
-        raise RobodataError(f'{path}: resolves outside {root}')
-    return path
 
 
 @dataclass(frozen=True)
@@ -172,25 +164,6 @@ def plan_export(profile: Profile, options: ExportOptions, dataset: str = '') -> 
 
 
 # -- one episode -------------------------------------------------------------------------------------------
-
-
-def episode_is_current(episode_dir: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
-    """The episode's frames.json when it was written under these settings and every file still matches."""
-    try:
-        doc = json.loads((episode_dir / FRAMES_FILE).read_text(encoding='utf-8'))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get('format') != EPISODE_FORMAT or doc.get('settings') != settings:
-        return None
-    root = episode_dir.parent.parent
-    try:
-        for frame in doc['frames']:
-            for entry in frame['sensors'].values():
-                if _sha256_of(safe_path(root, *entry['file'].split('/'))) != entry['sha256']:
-                    return None
-    except (KeyError, TypeError, AttributeError, RobodataError):
-        return None
-    return doc
 
 
 def export_episode(bag: Path, episode_id: str, out_dir: Path, plan: ExportPlan, *,
@@ -345,7 +318,9 @@ class _FrameWriter:
             shared = self._scans.get(key)
             if shared is not None:
                 return {**entry, **shared}
-            points, fields, source = cloud_points(self.decode(sample.payload), sensor.msgtype, self.plan.options)
+            options = self.plan.options
+            points, fields, source = cloud_points(self.decode(sample.payload), sensor.msgtype,
+                                                  crop=options.lidar_crop, voxel=options.lidar_voxel)
             path = safe_path(folder, f'{index:06d}.pcd')
             digest = write_pcd(path, points)
             info = {'points': int(points.shape[0]), 'source_points': source, 'fields': fields}
@@ -393,123 +368,10 @@ class _FrameWriter:
 # -- files --------------------------------------------------------------------------------------------------
 
 
-def encode_frame_image(msg: Any, image_format: str, jpeg_quality: int = 95) -> tuple[bytes, str, dict[str, Any]]:
-    """(file bytes, extension, width/height/encoding) of an Image or CompressedImage.
-
-    Colour is written as colour, mono8 as grey; 16-bit mono (depth, thermal) always as 16-bit PNG, since
-    JPEG would throw away its values; float images (32FC1 depth) are stretched onto 8 bits.
-    """
-    from ros_robodata.bag.image import decode_image
-
-    encoding = str(getattr(msg, 'encoding', '') or getattr(msg, 'format', ''))
-    native = decode_image(msg, 'native')
-    if native.ndim == 3 and native.shape[2] == 1:
-        native = native[:, :, 0]
-    if native.ndim == 2 and native.dtype == np.uint16:
-        pixels, ext = native, 'png'
-    elif native.ndim == 2 and native.dtype == np.uint8:
-        pixels, ext = native, image_format
-    else:
-        pixels, ext = decode_image(msg, 'bgr'), image_format  # OpenCV writes BGR
-    params = [cv2.IMWRITE_JPEG_QUALITY, int(jpeg_quality)] if ext == 'jpg' else [cv2.IMWRITE_PNG_COMPRESSION, 3]
-    ok, encoded = cv2.imencode(f'.{ext}', np.ascontiguousarray(pixels), params)
-    if not ok:
-        raise BagError(f'image: OpenCV cannot encode {pixels.dtype} {pixels.shape} as {ext}')
-    height, width = pixels.shape[:2]
-    return encoded.tobytes(), ext, {'width': int(width), 'height': int(height), 'encoding': encoding}
-
-
-def cloud_points(msg: Any, msgtype: str, options: ExportOptions) -> tuple[np.ndarray, list[str], int]:
-    """(structured points to write, their field names, the source's point count); crop then voxel, if asked."""
-    from ros_robodata.bag.pointcloud import pointcloud_to_numpy
-
-    points = laser_scan_points(msg) if msgtype == LASER_SCAN else pointcloud_to_numpy(msg)
-    names = list(points.dtype.names or ())
-    if not all(axis in names for axis in ('x', 'y', 'z')):
-        raise BagError(f'pointcloud: no x/y/z fields (it has {", ".join(names)})')
-    source = int(points.shape[0])
-    # subarray fields (count > 1) have no single PCD column
-    scalar = [n for n in names if points.dtype.fields[n][0].subdtype is None]
-    points = points[scalar]
-    if options.lidar_crop is not None:
-        lo, hi = options.lidar_crop[:3], options.lidar_crop[3:]
-        keep = np.ones(points.shape[0], bool)
-        for axis, low, high in zip(('x', 'y', 'z'), lo, hi, strict=True):
-            keep &= (points[axis] >= low) & (points[axis] <= high)
-        points = points[keep]
-    if options.lidar_voxel is not None:
-        points = _voxel_down(points, options.lidar_voxel)
-    return points, scalar, source
-
-
-def laser_scan_points(msg: Any) -> np.ndarray:
-    """A LaserScan as points in its own frame (z = 0), every beam kept (out-of-range ones as NaN)."""
-    ranges = np.asarray(msg.ranges, dtype=np.float32)
-    angles = float(msg.angle_min) + np.arange(ranges.size) * float(msg.angle_increment)
-    valid = np.isfinite(ranges) & (ranges >= float(msg.range_min)) & (ranges <= float(msg.range_max))
-    r = np.where(valid, ranges, np.nan).astype(np.float32)
-    out = np.zeros(ranges.size, [('x', 'f4'), ('y', 'f4'), ('z', 'f4'), ('intensity', 'f4')])
-    out['x'], out['y'] = r * np.cos(angles), r * np.sin(angles)
-    intensities = np.asarray(msg.intensities, dtype=np.float32)
-    if intensities.size == ranges.size:
-        out['intensity'] = intensities
-    return out
-
-
-def _voxel_down(points: np.ndarray, voxel: float) -> np.ndarray:
-    """One point per occupied voxel, every field averaged (as open3d's voxel_down_sample, but deterministic)."""
-    xyz = np.stack([points[a].astype(np.float64) for a in ('x', 'y', 'z')], axis=1)
-    finite = np.isfinite(xyz).all(axis=1)
-    points, xyz = points[finite], xyz[finite]
-    if points.shape[0] == 0:
-        return points
-    keys = np.floor(xyz / voxel).astype(np.int64)
-    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    out = np.zeros(counts.shape[0], points.dtype)
-    for name in points.dtype.names or ():
-        sums = np.zeros(counts.shape[0], np.float64)
-        np.add.at(sums, inverse, points[name].astype(np.float64))
-        mean = sums / counts
-        out[name] = np.rint(mean) if points.dtype.fields[name][0].kind in 'iu' else mean
-    return out
-
-
-def write_pcd(path: Path, points: np.ndarray) -> str:
-    """Binary PCD with open3d's tensor API, every scalar field kept as its own column; returns its sha256."""
-    import open3d as o3d
-
-    cloud = o3d.t.geometry.PointCloud()
-    xyz = np.stack([points[a] for a in ('x', 'y', 'z')], axis=1)
-    cloud.point.positions = o3d.core.Tensor(np.ascontiguousarray(xyz, dtype=np.float64 if xyz.dtype == np.float64
-                                                                 else np.float32))
-    for name in points.dtype.names or ():
-        if name in ('x', 'y', 'z'):
-            continue
-        column = points[name]
-        if column.dtype == np.int8:
-            column = column.astype(np.int16)  # open3d's PCD writer has no signed 8-bit column
-        cloud.point[name] = o3d.core.Tensor(np.ascontiguousarray(column.reshape(-1, 1)))
-    tmp = path.with_name(path.stem + '.partial.pcd')  # open3d picks the format by the extension
-    if not o3d.t.io.write_point_cloud(str(tmp), cloud, write_ascii=False):
-        tmp.unlink(missing_ok=True)
-        raise BagError(f'{path}: open3d could not write the point cloud')
-    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
-    replace_unless_same(tmp, path)
-    return digest
-
-
 def _put_bytes(path: Path, data: bytes) -> str:
     """Write unless the file already holds exactly these bytes (a rerun leaves it and its mtime alone)."""
     write_atomic(path, data)
     return hashlib.sha256(data).hexdigest()
-
-
-def _sha256_of(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def _ms(ns: int) -> float:
@@ -606,25 +468,5 @@ def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], ou
     return export_items(chosen, profile, out_dir, options, name=dataset.name, workers=workers, progress=progress)
 
 
-def refresh_manifest(out: Path, dataset: str, settings: dict[str, Any], docs: dict[str, dict[str, Any]] | None = None,
-                     *, skip: set[str] | None = None) -> dict[str, Any]:
-    """manifest.json from `docs` plus every episode exported into DIR earlier under the same settings."""
-    docs = dict(docs or {})
-    for folder in sorted((out / 'episodes').iterdir()) if (out / 'episodes').is_dir() else []:
-        if folder.name in docs or folder.name in (skip or set()) or not folder.is_dir():
-            continue
-        try:
-            check_episode_id(folder.name)
-        except RobodataError:
-            continue
-        earlier = episode_is_current(folder, settings)
-        if earlier is not None:
-            docs[folder.name] = earlier
-    manifest = build_manifest(dataset, settings, list(docs.values()))
-    write_manifest(out, manifest)
-    return manifest
-
-
-__all__ = ['FRAMES_FILE', 'MANIFEST_FILE', 'EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor',
-           'encode_frame_image', 'episode_is_current', 'export_episode', 'export_frames', 'export_items', 'plan_export',
-           'refresh_manifest', 'safe_path', 'sanitize_name', 'write_pcd']
+__all__ = ['EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor', 'export_episode', 'export_frames',
+           'export_items', 'plan_export', 'sanitize_name']

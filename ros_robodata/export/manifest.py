@@ -1,4 +1,5 @@
-"""DIR/manifest.json: every episode's frames.json merged, checked against the JSON schema shipped beside it.
+"""DIR/manifest.json: every episode's frames.json merged, checked against the JSON schema shipped beside it; and
+whether an episode exported earlier is still current (its settings and files unchanged).
 
 The manifest is rebuilt from the per-episode files on every run, so it never disagrees with them and a
 rerun writes the same bytes (no wall-clock time inside).
@@ -6,6 +7,7 @@ rerun writes the same bytes (no wall-clock time inside).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -13,11 +15,14 @@ from typing import Any
 
 import jsonschema
 
+from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.errors import RobodataError
-from ros_robodata.files import write_json
+from ros_robodata.files import safe_path, write_json
 
 FORMAT = 'ros_robodata.frames/1'
 MANIFEST_FILE = 'manifest.json'
+FRAMES_FILE = 'frames.json'  # one per exported episode, written last: its presence means the episode is whole
+EPISODE_FORMAT = 'ros_robodata.frames_episode/1'
 SCHEMA_FILE = Path(__file__).with_name('manifest.schema.json')
 
 
@@ -68,3 +73,48 @@ def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
     path = out_dir / MANIFEST_FILE
     write_json_atomic(path, manifest)
     return path
+
+
+def episode_is_current(episode_dir: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The episode's frames.json when it was written under these settings and every file still matches."""
+    try:
+        doc = json.loads((episode_dir / FRAMES_FILE).read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get('format') != EPISODE_FORMAT or doc.get('settings') != settings:
+        return None
+    root = episode_dir.parent.parent
+    try:
+        for frame in doc['frames']:
+            for entry in frame['sensors'].values():
+                if _sha256_of(safe_path(root, *entry['file'].split('/'))) != entry['sha256']:
+                    return None
+    except (KeyError, TypeError, AttributeError, RobodataError):
+        return None
+    return doc
+
+
+def refresh_manifest(out: Path, dataset: str, settings: dict[str, Any], docs: dict[str, dict[str, Any]] | None = None,
+                     *, skip: set[str] | None = None) -> dict[str, Any]:
+    """manifest.json from `docs` plus every episode exported into DIR earlier under the same settings."""
+    docs = dict(docs or {})
+    for folder in sorted((out / 'episodes').iterdir()) if (out / 'episodes').is_dir() else []:
+        if folder.name in docs or folder.name in (skip or set()) or not folder.is_dir():
+            continue
+        try:
+            check_episode_id(folder.name)
+        except RobodataError:
+            continue
+        earlier = episode_is_current(folder, settings)
+        if earlier is not None:
+            docs[folder.name] = earlier
+    manifest = build_manifest(dataset, settings, list(docs.values()))
+    write_manifest(out, manifest)
+    return manifest
+
+
+def _sha256_of(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -49,7 +49,7 @@ from urllib.parse import quote
 
 import cv2
 
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import RobodataError, TaskFileError
 from ros_robodata.export.taxonomy import Taxonomy
 from ros_robodata.files import replace_unless_same, write_atomic
 from ros_robodata.vocabulary import parse_duration
@@ -62,10 +62,6 @@ _SAFE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*')
 _IMAGE_TAGS = {'bbox': 'RectangleLabels', 'polygon': 'PolygonLabels', 'keypoints': 'KeyPointLabels'}
 _CVAT_SHAPES = {'bbox': 'rectangle', 'polygon': 'polygon', 'keypoints': 'points'}
 _PERIOD_KEYS = ('every_s', 'period_s', 'interval_s', 'every')
-
-
-class TaskFileError(RobodataError):
-    """The manifest cannot be turned into labeling task files (bad path, missing file, bad name)."""
 
 
 @dataclass(frozen=True)

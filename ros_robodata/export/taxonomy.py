@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import TaxonomyError
 
 KINDS = ('bbox', 'polygon', 'keypoints', 'temporal', 'tag')
 SPATIAL_KINDS = ('bbox', 'polygon', 'keypoints')
@@ -53,10 +53,6 @@ _SEGMENT = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 _COLOR = re.compile(r'#[0-9a-fA-F]{6}')
 _ENTRY_KEYS = ('name', 'id', 'color', 'description', 'kinds', 'keypoints', 'skeleton')
 _TOP_KEYS = ('version', 'name', 'classes')
-
-
-class TaxonomyError(RobodataError):
-    """The taxonomy file is unreadable or invalid."""
 
 
 @dataclass(frozen=True)

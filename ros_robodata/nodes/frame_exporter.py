@@ -21,7 +21,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import EpisodeExport, ExportOptions, plan_export, refresh_manifest
+from ros_robodata.export.frames import EpisodeExport, ExportOptions, plan_export
+from ros_robodata.export.manifest import refresh_manifest
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node

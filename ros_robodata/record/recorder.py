@@ -24,7 +24,7 @@ from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import BagWriter, qos_profile
 from ros_robodata.dataset import OUTCOMES, Dataset, Episode
 from ros_robodata.dataset.audit import append_audit
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import RecorderError, RobodataError
 from ros_robodata.record.preroll import PreRoll
 from ros_robodata.record.topic_stats import TopicStats, stamp_range
 from ros_robodata.signals.cdr import starts_with_header
@@ -32,10 +32,6 @@ from ros_robodata.signals.cdr import starts_with_header
 _LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)
 _PERIODIC_S = 0.1
 STATUS_PERIOD_S = 1.0
-
-
-class RecorderError(RobodataError):
-    """An operator command that cannot be done now (start while recording, stop while idle...)."""
 
 
 @dataclass(frozen=True)

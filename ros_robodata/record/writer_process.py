@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.dataset import Dataset
-from ros_robodata.errors import RobodataError
-from ros_robodata.record.recorder import EpisodeRecorder, RecorderError, RecorderSettings, Transition
+from ros_robodata.errors import RecorderError, RobodataError
+from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
 
 _MESSAGE = b'M'
 _COMMAND = b'C'
