@@ -211,7 +211,7 @@ class _Demo:
                 row['score'] = run.scores[row['id']]
             elif row['id'] in run.failed:
                 stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot score: {run.failed[row["id"]]}[/]')
-        from ros_robodata.quality.report import write_report
+        from ros_robodata.report import write_report
 
         try:
             self.report = write_report(dataset, profile).path

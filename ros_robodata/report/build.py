@@ -1,0 +1,91 @@
+"""Writing a report: of a scored dataset, or of bags scored in memory; the costly visuals only for the worst."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.targets import Item
+from ros_robodata.errors import RobodataError
+from ros_robodata.files import write_atomic
+from ros_robodata.profile import Profile
+from ros_robodata.report.figure import timeline_png
+from ros_robodata.report.page import EpisodeVisuals, render_report
+from ros_robodata.report.scores import ScoredEpisode, load_scores
+from ros_robodata.report.signals import read_signals
+
+REPORT_FILE = 'report.html'
+Progress = Callable[[Iterable[Any]], Iterator[Any]]
+
+
+@dataclass
+class ReportResult:
+    path: Path
+    episodes: int
+    detailed: int
+    size_bytes: int
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+def write_report(dataset: Dataset, profile: Profile, out: Path | None = None, *, detail: int | None = None,
+                 progress: Progress | None = None) -> ReportResult:
+    """Build the report of a scored dataset and write it whole (a crash leaves the previous one). `detail` limits
+    the per-episode sections (timeline, frames) to the worst episodes, since those are the costly part of a big
+    dataset."""
+    path = Path(out) if out is not None else dataset.root / REPORT_FILE
+    _check_out(path)
+    summary, scored = load_scores(dataset)
+    return render_to(path, dataset.name, summary, scored, {ep.id: dataset.bag_dir(ep.id) for ep in scored},
+                     profile, detail=detail, progress=progress)
+
+
+def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, workers: int = 1,
+                 detail: int | None = None, progress: Progress | None = None) -> ReportResult:
+    """Score bags on their own in memory (nothing is written beside them), then report on them into `out`."""
+    from ros_robodata.quality.score import score_items
+
+    _check_out(out)
+    run = score_items(items, profile, workers=workers)
+    scored = [ScoredEpisode(Episode(id=i.name, status='complete'), run.scores[i.name].to_json(),
+                            list(run.events.get(i.name) or [])) for i in items if i.name in run.scores]
+    if not scored:
+        raise RobodataError(f'{name}: no bag could be scored: ' + '; '.join(f'{k}: {v}' for k, v in run.failed.items()))
+    result = render_to(out, name, run.summary, scored, {i.name: i.bag for i in items}, profile, detail=detail,
+                       progress=progress)
+    result.problems.update(run.failed)
+    return result
+
+
+def _check_out(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise RobodataError(f'{path}: no folder {path.parent} to write the report into')
+
+
+def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[ScoredEpisode], bags: dict[str, Path],
+              profile: Profile, *, detail: int | None = None, progress: Progress | None = None) -> ReportResult:
+    """Figures and frames of the worst `detail` episodes from their bags, the page, written whole."""
+    ordered = sorted(scored, key=lambda s: (s.score if s.score == s.score else -1.0, s.id))
+    detailed = ordered if detail is None else ordered[:max(0, detail)]
+    visuals: dict[str, EpisodeVisuals] = {}
+    problems: dict[str, str] = {}
+    for ep in progress(detailed) if progress else detailed:
+        visuals[ep.id] = episode_visuals(bags[ep.id], ep, profile)
+        if visuals[ep.id].problem:
+            problems[ep.id] = visuals[ep.id].problem
+    page = render_report(name, summary, ordered, visuals)
+    write_atomic(path, page)
+    return ReportResult(path, len(ordered), len(detailed), path.stat().st_size, problems)
+
+
+def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeVisuals:
+    """The figure and thumbnails of one episode; a bag that cannot be read leaves a note, not a failed report."""
+    try:
+        signals = read_signals(bag, ep, profile)
+    except RobodataError as err:
+        return EpisodeVisuals(problem=f'could not read the bag: {" ".join(str(err).split())}')
+    return EpisodeVisuals(timeline_png(ep, signals, profile), signals.flagged, signals.context,
+                          notes=signals.notes)

@@ -1,0 +1,95 @@
+"""What `robodata score` and `robodata segment` wrote, as the report reads it: one ScoredEpisode each."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.episode import Episode
+from ros_robodata.errors import RobodataError
+from ros_robodata.events.offline import EVENTS_FILE
+from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
+
+
+@dataclass
+class ScoredEpisode:
+    """One episode as the report sees it before its bag is opened."""
+
+    episode: Episode
+    quality: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.episode.id
+
+    @property
+    def score(self) -> float:
+        value = self.quality.get('score')
+        return float(value) if isinstance(value, (int, float)) else float('nan')
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return list(self.quality.get('findings') or [])
+
+    @property
+    def start_ns(self) -> int | None:
+        return self.quality.get('start_ns')
+
+    @property
+    def end_ns(self) -> int | None:
+        return self.quality.get('end_ns')
+
+    def seconds(self, stamp_ns: int) -> float:
+        """A stamp as seconds from the episode's start, the time axis of every figure and caption."""
+        return (stamp_ns - (self.start_ns or 0)) / 1e9
+
+    def duration_s(self) -> float:
+        if self.start_ns is None or self.end_ns is None:
+            return float((self.quality.get('metrics') or {}).get('duration_s') or 0.0)
+        return max(0.0, (self.end_ns - self.start_ns) / 1e9)
+
+
+def _read_json(path: Path, hint: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError) as err:
+        raise RobodataError(f'{path}: unreadable ({" ".join(str(err).split())}): {hint}') from None
+    if not isinstance(data, dict):
+        raise RobodataError(f'{path}: not what robodata writes (expected a JSON object): {hint}')
+    return data
+
+
+def load_scores(dataset: Dataset) -> tuple[dict[str, Any], list[ScoredEpisode]]:
+    """quality_summary.json and every scored episode; fails with what to run when the dataset is not scored,
+    because a report of a partly scored dataset would silently leave episodes out."""
+    hint = f'run `robodata score {dataset.root}` first'
+    summary_path = dataset.root / SUMMARY_FILE
+    if not summary_path.is_file():
+        raise RobodataError(f'{dataset.root}: not scored yet (no {SUMMARY_FILE}): {hint}')
+    summary = _read_json(summary_path, hint)
+    failed = summary.get('failed') or {}
+    scored, missing = [], []
+    for row in dataset.list():
+        if row.status == 'discarded' or row.id in failed or not dataset.bag_files(row.id):
+            continue
+        path = dataset.episode_dir(row.id) / QUALITY_FILE
+        if not path.is_file():
+            missing.append(row.id)
+            continue
+        quality = _read_json(path, hint)
+        events_path = dataset.episode_dir(row.id) / EVENTS_FILE
+        events: list[dict[str, Any]] = []
+        if events_path.is_file():
+            events = [e for e in _read_json(events_path, hint).get('events') or [] if isinstance(e, dict)]
+        scored.append(ScoredEpisode(dataset.episode(row.id), quality, events))
+    if missing:
+        more = f' and {len(missing) - 3} more' if len(missing) > 3 else ''
+        raise RobodataError(f'{dataset.root}: no {QUALITY_FILE} for episode(s) {", ".join(missing[:3])}{more}: '
+                            f'{hint}')
+    if not scored and not failed:
+        raise RobodataError(f'{dataset.root}: no scored episode to report on: {hint}')
+    return summary, scored
