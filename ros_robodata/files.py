@@ -1,4 +1,5 @@
-"""Writing files whole or not at all, once: what every command that writes into a dataset or export shares."""
+"""Writing files whole or not at all, once: every write of dataset.yaml, episode.yaml, metadata.yaml, the sidecars
+(events.json, quality.json) and the exports goes through here."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ros_robodata.errors import RobodataError
+
+# libyaml's emitter where PyYAML was built with it: ~20x faster than the pure-Python one, same output.
+_DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
 
 
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:
@@ -34,6 +40,12 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> boo
 def write_json(path: Path, data: Any, *, indent: int = 1, durable: bool = False) -> bool:
     """JSON with a trailing newline, through write_atomic."""
     return write_atomic(path, json.dumps(data, indent=indent) + '\n', durable=durable)
+
+
+def write_yaml(path: Path, data: Any, *, durable: bool = False) -> bool:
+    """YAML (keys in the order given, block style) through write_atomic."""
+    text = yaml.dump(data, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return write_atomic(path, text, durable=durable)
 
 
 def replace_unless_same(tmp: Path, path: Path) -> None:

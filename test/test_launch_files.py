@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ros_robodata.cli.main import main
-from ros_robodata.launch_check import check_all, check_launch_file, find_package_root, find_substitutions
+from ros_robodata.launch_files.check import check_all, check_launch_file, find_package_root, find_substitutions
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.xml'))

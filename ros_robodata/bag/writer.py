@@ -31,6 +31,7 @@ if sys.version_info >= (3, 14):
 else:
     from backports import zstd
 from ros_robodata.errors import BagError
+from ros_robodata.files import write_yaml
 
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 ZSTD_LEVEL = 1
@@ -191,10 +192,9 @@ def _fsync_quietly(fd: int) -> None:
         os.fsync(fd)
 
 
-# libyaml's parser and emitter where PyYAML was built with it: a split writes many small bags, and the pure-Python
-# ones cost ~25 ms a metadata.yaml.
+# libyaml's parser where PyYAML was built with it: a split writes many small bags, and the pure-Python one costs
+# ~10 ms a metadata.yaml.
 _LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
-_DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
 
 
 def _stamp_distro(metadata_path: Path) -> None:
@@ -206,6 +206,4 @@ def _stamp_distro(metadata_path: Path) -> None:
 
 def write_metadata(path: Path, data: dict[str, Any]) -> None:
     """Write metadata.yaml atomically: a crash leaves the old file or the new one, never half."""
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(yaml.dump(data, Dumper=_DUMPER, sort_keys=False, default_flow_style=False), encoding='utf-8')
-    os.replace(tmp, path)
+    write_yaml(path, data)

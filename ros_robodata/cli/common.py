@@ -1,44 +1,18 @@
-"""What every command shares: what a path names (dataset.targets), output on the terminal."""
+"""What every command shares: what a path names (dataset.targets), the terminal (console.py), JSON output."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
-from rich.console import Console
-from rich.progress import track
-
+from ros_robodata.console import human_bytes, progress, stderr, stdout
 from ros_robodata.dataset.targets import Item, Target, items, need, profile_for, resolve
 
 __all__ = ['Item', 'Target', 'human_bytes', 'items', 'need', 'print_json', 'profile_for', 'progress', 'resolve',
            'stderr', 'stdout']
 
-T = TypeVar('T')
-
-# Piped output (CI logs, `| less`) gets wide lines rather than tables truncated at 80 columns.
-stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
 
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write('\n')
-
-
-def progress(items: Iterable[T], description: str, total: int | None = None, quiet: bool = False) -> Iterator[T]:
-    """A progress bar on stderr when someone is watching; plain iteration otherwise."""
-    if quiet or not sys.stderr.isatty():
-        yield from items
-        return
-    yield from track(items, description=description, total=total, console=stderr, transient=True)
-
-
-def human_bytes(size: int) -> str:
-    value = float(size)
-    for unit in ('B', 'KiB', 'MiB', 'GiB'):
-        if value < 1024 or unit == 'GiB':
-            return f'{value:.0f} {unit}' if unit == 'B' else f'{value:.1f} {unit}'
-        value /= 1024
-    return f'{value:.1f} TiB'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ros_robodata.cli.common import print_json
 from ros_robodata.errors import RobodataError
-from ros_robodata.launch_check import PACKAGE, check_launch_file, find_package_root
+from ros_robodata.launch_files.check import PACKAGE, check_launch_file, find_package_root
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

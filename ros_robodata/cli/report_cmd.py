@@ -9,8 +9,8 @@ from typing import Any
 from ros_robodata.cli.common import human_bytes, items, profile_for, progress, resolve, stderr, stdout
 from ros_robodata.dataset.importer import episode_id_for
 from ros_robodata.errors import RobodataError
-from ros_robodata.report import REPORT_FILE, report_items, write_report
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
+from ros_robodata.report import REPORT_FILE, report_items, write_report
 
 
 def add_parser(sub: Any) -> None:

@@ -26,7 +26,7 @@ from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.errors import DatasetError
-from ros_robodata.files import write_atomic
+from ros_robodata.files import write_yaml
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
 DATASET_FILE = 'dataset.yaml'
@@ -91,9 +91,7 @@ class Dataset:
         (root / 'episodes').mkdir(parents=True, exist_ok=True)
         dataset = cls(root, info)
         dataset.catalog.create()
-        tmp = root / (DATASET_FILE + '.tmp')
-        tmp.write_text(yaml.safe_dump(info, sort_keys=False), encoding='utf-8')
-        os.replace(tmp, root / DATASET_FILE)  # written last: a dataset.yaml means the layout is whole
+        write_yaml(root / DATASET_FILE, info, durable=True)  # written last: a dataset.yaml means the layout is whole
         append_audit(dataset.audit_path, 'create_dataset', None, name=info['name'])
         return dataset
 
@@ -138,7 +136,7 @@ class Dataset:
             raise DatasetError(f'{self.root}: has a robot profile already')
         self.info['robot_profile'] = {'source': str(getattr(profile, 'source', '')), 'sha256': profile.sha256,
                                       'content': profile.to_dict()}
-        write_atomic(self.root / DATASET_FILE, yaml.safe_dump(self.info, sort_keys=False), durable=True)
+        write_yaml(self.root / DATASET_FILE, self.info, durable=True)
         append_audit(self.audit_path, 'set_profile', None, who, sha256=profile.sha256)
 
     # -- episodes -------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ what it is); the catalog is an index over these files and can be rebuilt from th
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from ros_robodata.errors import DatasetError
+from ros_robodata.files import write_yaml
 from ros_robodata.vocabulary import MODES, OUTCOMES, STATUSES, check_choice
 
 _ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}')
@@ -93,10 +93,5 @@ def read_episode(path: Path) -> Episode:
 
 
 def write_episode(path: Path, episode: Episode) -> None:
-    """Atomic: a crash leaves the previous episode.yaml or the new one, never half of one."""
-    tmp = path.with_name(path.name + '.tmp')
-    with tmp.open('w', encoding='utf-8') as f:
-        yaml.safe_dump(episode.to_dict(), f, sort_keys=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Durable and whole: a crash leaves the previous episode.yaml or the new one, never half of one."""
+    write_yaml(path, episode.to_dict(), durable=True)

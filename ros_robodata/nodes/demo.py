@@ -26,7 +26,7 @@ import rclpy
 from rclpy.signals import SignalHandlerOptions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ros_robodata.cli.common import stderr
+from ros_robodata.console import stderr
 from ros_robodata.errors import RobodataError
 from ros_robodata.nodes.common import make_executor
 from ros_robodata.nodes.quality_monitor import QualityMonitorNode
@@ -145,7 +145,7 @@ class _Demo:
 
     def _episodes(self, recorder: Any, sim: Any) -> None:
 
-        from ros_robodata.cli.common import stderr
+        from ros_robodata.console import stderr
         from ros_robodata.dataset import Dataset
 
         args = self.args
@@ -221,7 +221,7 @@ class _Demo:
     def _summary(self, wall_s: float, interrupted: bool) -> None:
         from rich.table import Table
 
-        from ros_robodata.cli.common import stdout
+        from ros_robodata.console import stdout
         from ros_robodata.dataset import Dataset, is_dataset
 
         if not is_dataset(self.dataset_root):
