@@ -164,7 +164,7 @@ def count_files(manifest: dict[str, Any]) -> Counter[str]:
 def run_export(bags: Bags, options: Any, out: Path, workers: int) -> Any:
     from ros_robodata.export.frames import export_frames
 
-    result = export_frames(bags.dataset, bags.profile, bags.ids, out, options, workers=workers)
+    result = export_frames(bags.dataset, out, options, profile=bags.profile, workers=workers)
     if result.failed:
         raise RuntimeError(f'export into {out} failed: {result.failed}')
     return result

@@ -38,7 +38,7 @@ import ros_robodata.sim.samples as S
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.events.detector import EventDetector, SegmenterSettings
-from ros_robodata.events.offline import dataset_profile, segment_bag
+from ros_robodata.events.offline import segment_bag
 from ros_robodata.events.segmenter import settings_from_profile
 from ros_robodata.signals.samples import GripperReading, WrenchReading, gripper_reading, wrench_reading
 from ros_robodata.sim.cell import SimCell
@@ -414,7 +414,7 @@ def record_demo(out: Path, episodes: int) -> Path:
 
 def throughput(dataset_dir: Path, repeats: int) -> dict[str, float] | None:
     dataset = Dataset.open(dataset_dir)
-    profile = dataset_profile(dataset)
+    profile = dataset.profile
     settings = settings_from_profile(profile)
     g_spec, w_spec = profile.topics.gripper, profile.topics.wrench
     g_topic = g_spec.topic if g_spec else ''

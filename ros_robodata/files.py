@@ -13,8 +13,9 @@ import yaml
 
 from ros_robodata.errors import RobodataError
 
-# libyaml's emitter where PyYAML was built with it: ~20x faster than the pure-Python one, same output.
+# libyaml's emitter and parser where PyYAML was built with them: ~20x faster than the pure-Python ones, same data.
 _DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
+_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
 
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:
@@ -40,6 +41,11 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> boo
 def write_json(path: Path, data: Any, *, indent: int = 1, durable: bool = False) -> bool:
     """JSON with a trailing newline, through write_atomic."""
     return write_atomic(path, json.dumps(data, indent=indent) + '\n', durable=durable)
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file with the safe loader (libyaml's where available: catalog rebuilds read thousands of files)."""
+    return yaml.load(path.read_text(encoding='utf-8'), Loader=_LOADER)
 
 
 def write_yaml(path: Path, data: Any, *, durable: bool = False) -> bool:

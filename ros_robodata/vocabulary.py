@@ -34,12 +34,12 @@ LIFT = 'lift'
 RELEASE = 'release'
 EVENT_KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE)
 
-_DURATION = re.compile(r'^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|min|h)\s*$')
-_UNIT_NS = {'ms': 1e6, 's': 1e9, 'min': 60e9, 'h': 3600e9}
+_DURATION = re.compile(r'^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|min|h|d)\s*$')
+_UNIT_NS = {'ms': 1e6, 's': 1e9, 'min': 60e9, 'h': 3600e9, 'd': 86400e9}
 
 
 def parse_duration(text: str, option: str = 'duration', *, allow_zero: bool = False) -> int:
-    """'0.5s', '500ms', '2min' or '1h' in ns. A unit is required, so that '50' is never read as 50 seconds by
+    """'0.5s', '500ms', '2min', '1h' or '7d' in ns. A unit is required, so that '50' is never read as 50 seconds by
     mistake."""
     match = _DURATION.match(str(text))
     if not match:
@@ -73,6 +73,14 @@ def parse_time(text: str, origin_ns: int, where: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return round(moment.timestamp() * 1e9)
+
+
+def parse_since(text: str, now_ns: int, where: str = '--since') -> int:
+    """The moment `--since` names: a duration back from now ('24h', '7d'), or a time as parse_time reads it with no
+    origin (ISO 8601, seconds or nanoseconds since the epoch)."""
+    if _DURATION.match(str(text)):
+        return now_ns - parse_duration(text, where)
+    return parse_time(text, 0, where)
 
 
 def check_choice(what: str, value: str, allowed: tuple[str, ...],

@@ -2,17 +2,52 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from ros_robodata.console import human_bytes, progress, stderr, stdout
-from ros_robodata.dataset.targets import Item, Target, items, need, profile_for, resolve
+from ros_robodata.dataset.targets import Filters, Item, Target, need, profile_for, resolve, select
+from ros_robodata.vocabulary import OUTCOMES, STATUSES, parse_since
 
-__all__ = ['Item', 'Target', 'human_bytes', 'items', 'need', 'print_json', 'profile_for', 'progress', 'resolve',
-           'stderr', 'stdout']
+__all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'Filters', 'Item', 'Target', 'add_filters', 'add_json',
+           'add_target', 'filters_from', 'human_bytes', 'need', 'print_json', 'profile_for', 'progress', 'resolve',
+           'select', 'stderr', 'stdout']
+
+# Exit status of every command: 0 done; 1 bad input or an error (nothing, or nothing more, was done); 2 the
+# command line itself is wrong (argparse); 3 finished, but some episodes or sources failed (each said on stderr).
+EXIT_OK, EXIT_ERROR, EXIT_PARTIAL = 0, 1, 3
+TARGETS = 'a dataset, an episode folder (DATASET/episodes/ID), a bag, or a folder of bags'
 
 
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write('\n')
+
+
+def add_target(p: argparse.ArgumentParser, what: str = TARGETS, metavar: str = 'TARGET') -> None:
+    """The one positional argument of a command that works on a dataset, an episode or bags: always `target`."""
+    p.add_argument('target', metavar=metavar, help=what)
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument('--json', action='store_true', help='print machine-readable JSON instead of text')
+
+
+def add_filters(p: argparse.ArgumentParser) -> None:
+    """--task, --outcome, --status, --since: which episodes of a dataset; the same on every command."""
+    g = p.add_argument_group('which episodes (of a dataset; discarded ones only with --status discarded)')
+    g.add_argument('--task', help='only episodes of this task')
+    g.add_argument('--outcome', choices=OUTCOMES, help='only episodes with this outcome')
+    g.add_argument('--status', choices=STATUSES, help='only episodes with this status')
+    g.add_argument('--since', metavar='WHEN', help='only episodes that started since WHEN: a time (2026-03-02, '
+                                                   '2026-03-02T10:15:00Z) or a duration back from now (24h, 7d)')
+
+
+def filters_from(args: argparse.Namespace) -> Filters:
+    since = getattr(args, 'since', None)
+    return Filters(task=getattr(args, 'task', None), outcome=getattr(args, 'outcome', None),
+                   status=getattr(args, 'status', None),
+                   since_ns=None if since is None else parse_since(since, time.time_ns()))

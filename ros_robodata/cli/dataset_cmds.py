@@ -6,66 +6,85 @@ import argparse
 
 from rich.table import Table
 
-from ros_robodata.cli.common import need, print_json, progress, resolve, stdout
+from ros_robodata.cli.common import (
+    Filters,
+    add_filters,
+    add_json,
+    add_target,
+    filters_from,
+    need,
+    print_json,
+    progress,
+    resolve,
+    stdout,
+)
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
 from ros_robodata.dataset.dataset import verify_bag
+from ros_robodata.dataset.targets import select_rows
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser('init', help='create an empty dataset', description='Create an empty dataset folder.')
-    p.add_argument('path', help='folder for the new dataset (must be absent or empty)')
+    add_target(p, 'folder for the new dataset (must be absent or empty)', 'DATASET')
     p.add_argument('--profile', help='robot profile YAML to snapshot into dataset.yaml')
     p.add_argument('--name', help='dataset name (default: the folder name)')
+    add_json(p)
     p.set_defaults(func=run_init)
 
-    p = sub.add_parser('list', help="list a dataset's episodes", description="List a dataset's episodes.")
-    p.add_argument('path', help='a dataset')
-    p.add_argument('--task', help='only episodes of this task')
-    p.add_argument('--status', choices=STATUSES, help='only episodes with this status')
-    p.add_argument('--outcome', choices=OUTCOMES, help='only episodes with this outcome')
-    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    p = sub.add_parser('list', help="list a dataset's episodes",
+                       description="List a dataset's episodes from its catalog (discarded ones only with --status "
+                                   "discarded).")
+    add_target(p, 'a dataset', 'DATASET')
+    add_filters(p)
+    add_json(p)
     p.set_defaults(func=run_list)
 
     p = sub.add_parser('set', help="change an episode's outcome or status (recorded in audit.jsonl)",
                        description="Change an episode's outcome and/or status; each change is appended to "
                                    "the dataset's audit.jsonl with who, when, old and new value and the reason.")
-    p.add_argument('episode', help='an episode folder (DATASET/episodes/ID)')
+    add_target(p, 'an episode folder (DATASET/episodes/ID)', 'EPISODE')
     p.add_argument('--outcome', choices=OUTCOMES, help='new outcome')
     p.add_argument('--status', choices=STATUSES, help='new status')
     p.add_argument('--reason', default='', help='why (kept in the audit log)')
     p.add_argument('--who', help='who decided (default: the login name)')
+    add_json(p)
     p.set_defaults(func=run_set)
 
     p = sub.add_parser('verify', help="check every bag file against its recorded sha256",
                        description='Check that each episode has its files, that they match the sha256 recorded '
-                                   'when they were written, and that the catalog agrees with episode.yaml. '
-                                   'Exit status 1 when anything is wrong.')
-    p.add_argument('path', help='a dataset, an episode folder, a bag or a folder of bags (a bag on its own has no '
-                                'recorded checksums: every message is read and every chunk checked instead)')
-    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+                                   'when they were written, and that the catalog agrees with episode.yaml; a bag on '
+                                   'its own has no recorded checksums, so every message is read instead. Exit status '
+                                   '1 when anything is wrong.')
+    add_target(p)
+    add_json(p)
     p.set_defaults(func=run_verify)
 
     p = sub.add_parser('catalog', help='rebuild catalog.sqlite from the episode folders',
                        description='Recreate catalog.sqlite rows from every episodes/*/episode.yaml.')
     p.add_argument('action', choices=['rebuild'], help='what to do')
-    p.add_argument('path', help='a dataset')
-    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    add_target(p, 'a dataset', 'DATASET')
+    add_json(p)
     p.set_defaults(func=run_catalog)
 
 
 def run_init(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile) if args.profile else None
-    dataset = Dataset.create(args.path, name=args.name, profile=profile)
-    stdout.print(f'created dataset {dataset.name} at {dataset.root}')
+    dataset = Dataset.create(args.target, name=args.name, profile=profile)
+    if args.json:
+        print_json({'dataset': str(dataset.root), 'name': dataset.name,
+                    'profile_sha256': profile.sha256 if profile else None})
+    else:
+        stdout.print(f'created dataset {dataset.name} at {dataset.root}', markup=False)
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
-    target = need(resolve(args.path), 'dataset')
+    target = need(resolve(args.target), 'dataset')
     assert target.dataset is not None
-    rows = target.dataset.list(task=args.task, status=args.status, outcome=args.outcome)
+    filters = filters_from(args)
+    rows = select_rows(target.dataset, filters)
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0
@@ -77,25 +96,33 @@ def run_list(args: argparse.Namespace) -> int:
                       '-' if r.duration_s is None else f'{r.duration_s:.1f}', str(r.message_count),
                       '-' if r.score is None else f'{r.score:.2f}')
     stdout.print(table)
+    hidden = len(target.dataset.list(status='discarded')) if filters.status is None else 0
+    if hidden:
+        stdout.print(f'{hidden} discarded episode(s) not listed (--status discarded lists them)', markup=False)
+    if not rows:
+        stdout.print('no episode' + (' matches these filters' if filters != Filters() else ' yet'), markup=False)
     return 0
 
 
 def run_set(args: argparse.Namespace) -> int:
-    target = need(resolve(args.episode), 'episode')
+    target = need(resolve(args.target), 'episode')
     assert target.dataset is not None and target.episode_id is not None
     if not args.outcome and not args.status:
-        raise RobodataError(f'{args.episode}: nothing to change: give --outcome and/or --status')
+        raise RobodataError(f'{args.target}: nothing to change: give --outcome and/or --status')
     if args.outcome:
         target.dataset.set_outcome(target.episode_id, args.outcome, args.who, args.reason)
     if args.status:
         target.dataset.set_status(target.episode_id, args.status, args.who, args.reason)
     episode = target.dataset.episode(target.episode_id)
-    stdout.print(f'{episode.id}: outcome={episode.outcome} status={episode.status}')
+    if args.json:
+        print_json({'episode': episode.id, 'outcome': episode.outcome, 'status': episode.status})
+    else:
+        stdout.print(f'{episode.id}: outcome={episode.outcome} status={episode.status}', markup=False)
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    target = resolve(args.path)
+    target = resolve(args.target)
     if target.kind in ('bag', 'bags'):
         problems = [p for r in progress(target.recordings, 'verifying', total=len(target.recordings), quiet=args.json)
                     for p in verify_bag(r.path)]
@@ -121,7 +148,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_catalog(args: argparse.Namespace) -> int:
-    dataset = Dataset.open(args.path, check_catalog=False)  # the catalog may be what is broken
+    dataset = Dataset.open(args.target, check_catalog=False)  # the catalog may be what is broken
     count = dataset.rebuild_catalog()
     skipped = dataset.skipped_folders()
     if args.json:

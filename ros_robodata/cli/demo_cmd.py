@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from ros_robodata.cli.ros import require_ros
 from ros_robodata.errors import RobodataError
 from ros_robodata.sim.faults import KINDS, Fault
 from ros_robodata.sim.samples import DEFAULT_RATES_HZ
@@ -61,8 +62,4 @@ def run(args: argparse.Namespace) -> int:
         raise RobodataError('--episodes must be at least 1')
     args.faults = [_fault(text) for text in args.fault]
     size = _image_size(args.image_size)
-    try:
-        from ros_robodata.nodes.demo import run_demo
-    except ImportError as err:
-        raise RobodataError(f'the demo needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
-    return run_demo(args, size)
+    return require_ros('demo', 'the demo').run_demo(args, size)

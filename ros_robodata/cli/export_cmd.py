@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import items, profile_for, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    add_filters,
+    add_json,
+    add_target,
+    filters_from,
+    print_json,
+    progress,
+    stderr,
+    stdout,
+)
+from ros_robodata.cli.ros import node_arguments, require_ros
+from ros_robodata.dataset.targets import as_target, profile_for
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import ExportOptions, export_items, plan_export
+from ros_robodata.export.frames import ExportOptions, export_frames, plan_export
 from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.export.tasks import write_task_files
@@ -35,7 +47,7 @@ def add_parser(sub: Any) -> None:
                     f'tolerance, and write images/PCDs, a per-episode {FRAMES_FILE} and DIR/{MANIFEST_FILE}. '
                     'Re-running into the same folder skips episodes already exported; an interrupted export '
                     'resumes.')
-    f.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags (with --profile)')
+    add_target(f)
     f.add_argument('--out', required=True, help='output folder (created if absent)')
     f.add_argument('--every', help='one frame per time step, e.g. 0.5s or 500ms (default: every frame)')
     f.add_argument('--every-n', help='every Nth frame of the reference camera')
@@ -56,6 +68,8 @@ def add_parser(sub: Any) -> None:
                    help=f'task files for labeling tools: any of {",".join(TOOLS)}, or none (default: all)')
     f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
     f.add_argument('--no-video', action='store_true', help='no per-episode MP4 for the timeline tasks')
+    add_filters(f)
+    add_json(f)
     f.set_defaults(func=run)
     live = kinds.add_parser(
         'live', help='run the frame_exporter node: frames written during each episode of a running session',
@@ -74,17 +88,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run_live(args: argparse.Namespace) -> int:
-    try:
-        from ros_robodata.nodes.frame_exporter import main
-    except ImportError as err:
-        raise RobodataError(f'live export needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
-    params = {'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
-              'every_n': str(args.every_n), 'cameras': args.cameras, 'lidar': 'true' if args.lidar else 'false',
-              'format': args.format, 'tolerance': args.tolerance}
-    ros_args = ['robodata', '--ros-args']
-    for name, value in params.items():
-        ros_args += ['-p', f'{name}:={json.dumps(value) if name not in ("every_n", "lidar") else value}']
-    return main(ros_args)
+    exporter = require_ros('frame_exporter', 'live export')
+    return exporter.main(node_arguments({
+        'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
+        'every_n': args.every_n, 'cameras': args.cameras, 'lidar': args.lidar, 'format': args.format,
+        'tolerance': args.tolerance}))
 
 
 def options_from_args(args: argparse.Namespace) -> ExportOptions:
@@ -116,41 +124,45 @@ def run(args: argparse.Namespace) -> int:
     if unknown := [t for t in tools if t not in TOOLS]:
         raise RobodataError(f'--tasks: unknown tool(s) {", ".join(unknown)} (one of {", ".join(TOOLS)}, or none)')
     taxonomy = load_taxonomy(args.taxonomy or config_path('taxonomy.yaml')) if tools else None
-    target = resolve(args.target)
+    target = as_target(args.target)
     profile = profile_for(target, args.profile)
     if options.schedule.around_events and target.dataset is None:
         raise RobodataError(f'{target.path}: --around-events needs the events of episodes of a dataset: run '
                             f'`robodata import {target.path} --dataset D` and `robodata segment D` first')
     plan = plan_export(profile, options)  # every option checked before any file is written
-    chosen = items(target)
-    if not chosen:
-        raise RobodataError(f'{target.path}: no recorded episode to export')
+    say = (lambda text: None) if args.json else (lambda text: stdout.print(text, markup=False))
     if profile.topics.joint_states is None:
-        stdout.print('no joint_states in the profile: frames carry no joint state', markup=False)
+        say('no joint_states in the profile: frames carry no joint state')
     workers = min(args.workers, os.cpu_count() or 1)
-    name = target.dataset.name if target.dataset is not None else target.path.resolve().name
-    result = export_items(chosen, profile, args.out, options, name=name, workers=workers,
-                          progress=lambda jobs: progress(jobs, 'exporting', total=len(chosen)))
+    result = export_frames(target, args.out, options, profile=profile, filters=filters_from(args), workers=workers,
+                           progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json))
     for episode_id, sensors in result.missing.items():
         topics = ', '.join(s.topic for s in (plan.reference, *plan.sensors) if s.name in sensors)
-        stdout.print(f'{episode_id}: no {topics} in its bag: its frames have no {", ".join(sensors)}', markup=False)
+        say(f'{episode_id}: no {topics} in its bag: its frames have no {", ".join(sensors)}')
     unmatched = result.unmatched_frames
     for frame in unmatched[:SHOWN_UNMATCHED]:
         partners = ', '.join(f'{u["sensor"]} ({_offset(u["nearest_offset_ms"])})' for u in frame['unmatched'])
-        stdout.print(f'{frame["frame_id"]} t={frame["t_s"]:.3f}s: no partner within tolerance: {partners}')
+        say(f'{frame["frame_id"]} t={frame["t_s"]:.3f}s: no partner within tolerance: {partners}')
     if len(unmatched) > SHOWN_UNMATCHED:
-        stdout.print(f'... and {len(unmatched) - SHOWN_UNMATCHED} more frame(s) with unmatched sensors '
-                     f'(see "unmatched" in {MANIFEST_FILE})')
+        say(f'... and {len(unmatched) - SHOWN_UNMATCHED} more frame(s) with unmatched sensors '
+            f'(see "unmatched" in {MANIFEST_FILE})')
     manifest = result.manifest
     skipped = f', {len(result.skipped)} already current' if result.skipped else ''
-    stdout.print(f'{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
-                 f'{result.files} file(s), {len(unmatched)} frame(s) with unmatched sensors -> {result.out_dir}')
+    say(f'{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
+        f'{result.files} file(s), {len(unmatched)} frame(s) with unmatched sensors -> {result.out_dir}')
+    written: dict[str, list[Path]] = {}
     if taxonomy is not None and manifest['frames']:
         written = write_task_files(manifest, Path(result.out_dir), taxonomy, tools=tools, video=not args.no_video)
-        stdout.print('task files: ' + '; '.join(f'{tool} {len(paths)} file(s)' for tool, paths in written.items()))
+        say('task files: ' + '; '.join(f'{tool} {len(paths)} file(s)' for tool, paths in written.items()))
+    if args.json:
+        print_json({'out': str(result.out_dir), 'manifest': str(Path(result.out_dir) / MANIFEST_FILE),
+                    'exported': result.exported, 'already_current': result.skipped, 'failed': result.failed,
+                    'frames': len(manifest['frames']), 'files': result.files, 'unmatched_frames': len(unmatched),
+                    'missing_sensors': result.missing,
+                    'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()}})
     for episode_id, reason in result.failed.items():
-        stderr.print(f'robodata export: {episode_id}: {reason}')
-    return 1 if result.failed else 0
+        stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
+    return EXIT_PARTIAL if result.failed else EXIT_OK
 
 
 def _names(text: str | None) -> list[str]:

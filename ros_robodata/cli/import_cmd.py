@@ -9,12 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import print_json, progress, stderr, stdout
+from ros_robodata.cli.common import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
 from ros_robodata.dataset import MODES, OUTCOMES, Dataset, is_dataset
 from ros_robodata.dataset.importer import Imported, ImportOptions, import_lock, import_recording
 from ros_robodata.dataset.sources import Recording, find_recordings
 from ros_robodata.dataset.split import SplitSpec
-from ros_robodata.dataset.targets import dataset_profile
 from ros_robodata.dataset.watch import Watcher
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile, load_profile
@@ -116,7 +115,7 @@ def open_dataset(path: str, profile_path: str | None) -> tuple[Dataset, Profile 
     dataset = Dataset.open(path)
     own = dataset.info.get('robot_profile')
     if profile is None:
-        return dataset, dataset_profile(dataset) if own else None
+        return dataset, dataset.profile if own else None
     if not own:
         dataset.set_profile(profile)
         return dataset, profile
@@ -174,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
         stdout.print(f'{len(new)} episode(s) imported into {dataset.root}'
                      + (f', {existing} already there' if existing else '')
                      + (f', {len(failed)} source(s) failed' if failed else ''), markup=False)
-    return 1 if failed else 0
+    if failed:  # every source failed: bad input; some did: finished, with failures
+        return EXIT_PARTIAL if results else EXIT_ERROR
+    return EXIT_OK
 
 
 def _say(dataset: Dataset, result: Imported) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import human_bytes, print_json, resolve, stdout
+from ros_robodata.cli.common import add_json, add_target, human_bytes, print_json, resolve, stdout
 from ros_robodata.dataset.describe import describe
 
 
@@ -15,13 +15,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser('info', help='topics, counts, rates, duration, size and outcome of a bag, episode or dataset',
                        description='Describe a bag (directory, .mcap or .db3), a folder of bags, an episode folder or '
                                    'a dataset.')
-    p.add_argument('path', help='a dataset, an episode folder (DATASET/episodes/ID), a bag, or a folder of bags')
-    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    add_target(p)
+    add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    target = resolve(args.path)
+    target = resolve(args.target)
     data = describe(target)
     if args.json:
         print_json(data)

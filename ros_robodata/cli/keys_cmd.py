@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ros_robodata.errors import RobodataError
+from ros_robodata.cli.ros import node_arguments, require_ros
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +24,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from ros_robodata.nodes.keys import keys
-    except ImportError as err:
-        raise RobodataError(f'needs ROS 2 (rclpy and the colcon-built ros_robodata interfaces): {err}') from None
-    return keys(['robodata', '--ros-args', '-p', f'recorder:={args.recorder}'])
+    return require_ros('keys', 'the keyboard').keys(node_arguments({'recorder': args.recorder}))

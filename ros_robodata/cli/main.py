@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='robodata',
         description='Record, check and curate robot demonstrations as rosbag2 episodes.',
+        epilog='Exit status: 0 done; 1 bad input or an error (one line on stderr: what, where, why); 2 the command '
+               'line is wrong; 3 finished, but some episodes or sources failed (each named on stderr); 130 '
+               'interrupted (what was finished is kept).',
     )
     parser.add_argument('--version', action='version', version=f'ros_robodata {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
+from typing import Any
 
-from ros_robodata.errors import RobodataError
+from ros_robodata.cli.ros import node_arguments, require_ros
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,22 +29,11 @@ def add_recording_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument('--use-sim-time', action='store_true', help='stamp receive times with /clock')
 
 
-def ros_arguments(args: argparse.Namespace) -> list[str]:
-    # --ros-args values are YAML: quote strings so a task named 007 stays '007'.
-    params = {'profile': json.dumps(args.profile), 'dataset': json.dumps(args.dataset), 'task': json.dumps(args.task),
-              'mode': json.dumps(args.mode), 'delete_discarded': 'true' if args.delete_discarded else 'false',
-              'use_sim_time': 'true' if args.use_sim_time else 'false'}
-    if args.operator is not None:
-        params['operator'] = json.dumps(args.operator)
-    out = ['robodata', '--ros-args']
-    for name, value in params.items():
-        out += ['-p', f'{name}:={value}']
-    return out
+def recording_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The recorder's parameters from the options record and session share."""
+    return {'profile': args.profile, 'dataset': args.dataset, 'task': args.task, 'operator': args.operator,
+            'mode': args.mode, 'delete_discarded': args.delete_discarded, 'use_sim_time': args.use_sim_time}
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from ros_robodata.nodes.recorder import main
-    except ImportError as err:
-        raise RobodataError(f'recording needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
-    return main(ros_arguments(args))
+    return require_ros('recorder', 'recording').main(node_arguments(recording_parameters(args)))

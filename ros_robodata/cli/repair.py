@@ -6,9 +6,8 @@ import argparse
 from typing import Any
 
 from ros_robodata.bag.repair import repair_bag
-from ros_robodata.cli.common import print_json, progress, resolve, stdout
+from ros_robodata.cli.common import EXIT_OK, EXIT_PARTIAL, add_json, add_target, print_json, progress, resolve, stdout
 from ros_robodata.dataset.repair import repair_dataset, repair_episode
-from ros_robodata.dataset.targets import dataset_profile
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
@@ -24,10 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     'under episodes/ holding a bag but no episode.yaml is registered as an episode, an empty one '
                     'left by a stopped recording or import is removed. Damaged originals are kept in bag/damaged/. '
                     'Every folder checked is listed.')
-    p.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags')
+    add_target(p)
     p.add_argument('--profile', help="robot profile YAML to check registered bags against (default: the "
                                      "dataset's own, if it has one)")
-    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    add_json(p)
     p.set_defaults(func=run)
 
 
@@ -71,11 +70,8 @@ def run(args: argparse.Namespace) -> int:
         what = 'bag(s)' if target.kind in ('bag', 'bags') else 'episode folder(s)'
         stdout.print(f'{len(results)} {what} checked: {changed} repaired, {problems} not repairable, '
                      f'{len(results) - changed - problems} whole')
-    return 1 if any(r.get('problem') for r in results) else 0
+    return EXIT_PARTIAL if any(r.get('problem') for r in results) else EXIT_OK
 
 
 def _own_profile(dataset: Any) -> Any:
-    try:
-        return dataset_profile(dataset)
-    except RobodataError:
-        return None  # a dataset made without a profile: bags are registered unchecked
+    return dataset.profile if dataset.has_profile else None  # without one, bags are registered unchecked

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import human_bytes, items, profile_for, progress, resolve, stderr, stdout
-from ros_robodata.dataset.importer import episode_id_for
+from ros_robodata.cli.common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    add_filters,
+    add_json,
+    add_target,
+    filters_from,
+    human_bytes,
+    print_json,
+    progress,
+    stderr,
+    stdout,
+)
 from ros_robodata.errors import RobodataError
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
-from ros_robodata.report import REPORT_FILE, report_items, write_report
+from ros_robodata.report import REPORT_FILE, write_report
 
 
 def add_parser(sub: Any) -> None:
@@ -22,34 +32,31 @@ def add_parser(sub: Any) -> None:
                     'flagged moments. Figures and frames are embedded: the file opens offline. Bags on their own '
                     '(a bag or a folder of bags, with --profile) are scored in memory first; nothing is written '
                     'beside them.')
-    p.add_argument('target', help='a scored dataset, an episode folder (its dataset is reported), a bag, or a '
-                                  'folder of bags')
-    p.add_argument('--out', help=f'where to write the page (default: DATASET/{REPORT_FILE}; for bags, '
+    add_target(p, 'a scored dataset, an episode folder (its dataset is reported), a bag, or a folder of bags')
+    p.add_argument('--out', help=f'the .html file to write (default: DATASET/{REPORT_FILE}; for bags, '
                                  f'./<name>_{REPORT_FILE} in the current folder)')
     p.add_argument('--episodes', type=int, metavar='N',
                    help='detailed sections (timeline, frames) for the N worst-scoring episodes only (default all)')
     p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     p.add_argument('--workers', type=int, default=1, help='bags scored in parallel (bags only; default 1)')
+    add_filters(p)
+    add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.episodes is not None and args.episodes < 0:
         raise RobodataError('--episodes must be 0 or more')
-    target = resolve(args.target)
-    profile = profile_for(target, args.profile)
-    show = (lambda it: progress(it, 'reporting'))  # noqa: E731 - a one-line adapter
-    if target.dataset is not None:
-        result = write_report(target.dataset, profile, Path(args.out) if args.out else None, detail=args.episodes,
-                              progress=show)
-    else:
-        name = target.path.resolve().name
-        out = Path(args.out) if args.out else Path.cwd() / f'{episode_id_for(target.path.stem)}_{REPORT_FILE}'
-        result = report_items(items(target), profile, out, name=name, workers=max(1, args.workers),
-                              detail=args.episodes, progress=show)
+    result = write_report(args.target, args.out, profile=args.profile, filters=filters_from(args),
+                          detail=args.episodes, workers=max(1, args.workers),
+                          progress=lambda it: progress(it, 'reporting', quiet=args.json))
     for episode_id, reason in result.problems.items():
-        stderr.print(f'robodata report: {episode_id}: {reason}', markup=False, soft_wrap=True)
-    stdout.print(str(result.path), markup=False)
-    stderr.print(f'{result.episodes} episode(s), {result.detailed} in detail, {human_bytes(result.size_bytes)}',
-                 markup=False)
-    return 1 if result.problems else 0
+        stderr.print(f'robodata report: {episode_id}: {reason}', markup=False)
+    if args.json:
+        print_json({'path': str(result.path), 'episodes': result.episodes, 'detailed': result.detailed,
+                    'size_bytes': result.size_bytes, 'problems': result.problems})
+    else:
+        stdout.print(str(result.path), markup=False)
+        stderr.print(f'{result.episodes} episode(s), {result.detailed} in detail, {human_bytes(result.size_bytes)}',
+                     markup=False)
+    return EXIT_PARTIAL if result.problems else EXIT_OK

@@ -8,9 +8,21 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import items, print_json, profile_for, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    add_filters,
+    add_json,
+    add_target,
+    filters_from,
+    print_json,
+    progress,
+    stderr,
+    stdout,
+)
+from ros_robodata.dataset.targets import as_target, profile_for
 from ros_robodata.errors import RobodataError
-from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE, score_episodes, score_items, skipped_checks
+from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE, score, skipped_checks
 
 
 def add_parser(sub: Any) -> None:
@@ -21,12 +33,13 @@ def add_parser(sub: Any) -> None:
                     f'operator\'s label. Writes {QUALITY_FILE} into each episode, the scores into the catalog and '
                     f'{SUMMARY_FILE} into the dataset. Bags on their own (a bag or a folder of bags, with --profile) '
                     'are checked, compared with each other and printed; nothing is written.')
-    p.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags')
+    add_target(p)
     p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
-    p.add_argument('--json', action='store_true', help='print JSON instead of tables')
     p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
     p.add_argument('--no-images', action='store_true',
                    help='skip the camera checks (they decode frames: 10 a second and camera)')
+    add_filters(p)
+    add_json(p)
     p.set_defaults(func=run)
 
 
@@ -34,36 +47,28 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise RobodataError('--workers must be at least 1')
     workers = min(args.workers, os.cpu_count() or 1)
-    target = resolve(args.target)
+    target = as_target(args.target)
     profile = profile_for(target, args.profile)
-    chosen = items(target)
-    if not chosen:
-        raise RobodataError(f'{target.path}: no recorded episode to score')
     for line in skipped_checks(profile):
         stderr.print(f'robodata score: {line}', markup=False)
-
-    def show_progress(jobs: Any) -> Any:
-        return progress(jobs, 'scoring', total=len(chosen), quiet=args.json)
-
-    if target.dataset is not None:
-        run = score_episodes(target.dataset, profile, [i.name for i in chosen], workers=workers,
-                             images=not args.no_images, progress=show_progress)
-    else:
-        run = score_items(chosen, profile, workers=workers, images=not args.no_images, progress=show_progress)
-    if args.json and target.kind == 'bag' and run.scores:
+    run = score(target, profile=profile, filters=filters_from(args), workers=workers, images=not args.no_images,
+                progress=lambda jobs: progress(jobs, 'scoring', quiet=args.json))
+    if target.kind in ('episode', 'bag') and run.failed:
+        raise RobodataError(next(iter(run.failed.values())))
+    if args.json and target.kind == 'bag':
         print_json(next(iter(run.scores.values())).to_json())
     elif args.json:
         print_json({'episodes': {i: s.to_json() for i, s in run.scores.items()}, 'failed': run.failed,
                     'summary': run.summary})
-    elif target.kind in ('episode', 'bag') and run.scores:
-        _show_findings(chosen[0].name if target.kind == 'episode' else str(target.path),
-                       next(iter(run.scores.values())).to_json())
+    elif target.kind in ('episode', 'bag'):
+        name, scored = next(iter(run.scores.items()))
+        _show_findings(name if target.kind == 'episode' else str(target.path), scored.to_json())
     else:
         name = target.dataset.name if target.dataset is not None else str(target.path)
         _show_dataset(name, run.scores, run.summary)
     for episode_id, reason in run.failed.items():
-        stderr.print(f'robodata score: {episode_id}: {reason}')
-    return 1 if run.failed else 0
+        stderr.print(f'robodata score: {episode_id}: {reason}', markup=False)
+    return EXIT_PARTIAL if run.failed else EXIT_OK
 
 
 def _show_dataset(name: str, scores: dict[str, Any], summary: dict[str, Any]) -> None:

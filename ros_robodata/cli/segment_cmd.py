@@ -8,10 +8,22 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import items, print_json, profile_for, progress, resolve, stderr, stdout
+from ros_robodata.cli.common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    add_filters,
+    add_json,
+    add_target,
+    filters_from,
+    print_json,
+    progress,
+    stderr,
+    stdout,
+)
+from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.offline import EVENTS_FILE, segment_bag, segment_episode
+from ros_robodata.events.offline import EVENTS_FILE, segment_items
 from ros_robodata.vocabulary import EVENT_KINDS
 
 
@@ -21,55 +33,50 @@ def add_parser(sub: Any) -> None:
         description='Find grasp_start, contact, grasp, lift, release, contact_lost and grasp_failed events from '
                     f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode; '
                     'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written.')
-    p.add_argument('target', help='a dataset, an episode folder, a bag, or a folder of bags')
+    add_target(p)
     p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
-    p.add_argument('--json', action='store_true', help='print JSON instead of a table')
     p.add_argument('--no-wrench', action='store_true', help='ignore the wrench topic (gripper only)')
     p.add_argument('--no-gripper', action='store_true', help='ignore the gripper topic (wrench only)')
+    add_filters(p)
+    add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    target = resolve(args.target)
-    profile = profile_for(target, args.profile)
-    options = {'use_gripper': not args.no_gripper, 'use_wrench': not args.no_wrench}
-    if profile.topics.gripper is None and profile.topics.wrench is None:
-        stdout.print(f'nothing to segment: the profile ({profile.source}) names no gripper or wrench topic (a rig '
-                     'without a gripper or a wrist sensor)', markup=False)
-        return 0
     if args.no_gripper and args.no_wrench:
         raise RobodataError('--no-gripper and --no-wrench together leave nothing to segment from')
-    chosen = items(target, discarded=True)
-    if not chosen:
+    work = prepare(args.target, args.profile, filters_from(args))
+    target = work.target
+    if not work.items:
         raise RobodataError(f'{target.path}: no episode with a bag to segment')
+    run = segment_items(work.items, work.profile, use_gripper=not args.no_gripper, use_wrench=not args.no_wrench,
+                        progress=lambda it: progress(it, 'segmenting', total=len(work.items), quiet=args.json))
+    if run.nothing_to_do:
+        if args.json:
+            print_json({'episodes': {}, 'failed': {}, 'nothing_to_do': run.nothing_to_do})
+        else:
+            stdout.print(f'nothing to segment: {run.nothing_to_do}', markup=False)
+        return EXIT_OK
     if target.kind in ('episode', 'bag'):
-        item = chosen[0]
-        result = (segment_episode(item.dataset, item.name, profile, **options) if item.dataset is not None
-                  else segment_bag(item.bag, profile, **options))
-        _show(args, item.name if item.dataset is not None else str(item.bag), result)
-        return 0
-    results: dict[str, SegmentResult] = {}
-    failed: dict[str, str] = {}
-    for item in progress(chosen, 'segmenting', total=len(chosen), quiet=args.json):
-        try:
-            results[item.name] = (segment_episode(item.dataset, item.name, profile, **options)
-                                  if item.dataset is not None else segment_bag(item.bag, profile, **options))
-        except RobodataError as err:
-            failed[item.name] = ' '.join(str(err).split())
+        name = work.items[0].name if target.kind == 'episode' else str(target.path)
+        if run.failed:
+            raise RobodataError(next(iter(run.failed.values())))
+        _show(args, name, next(iter(run.results.values())))
+        return EXIT_OK
     if args.json:
-        print_json({'episodes': {k: v.to_json() for k, v in results.items()}, 'failed': failed})
+        print_json({'episodes': {k: v.to_json() for k, v in run.results.items()}, 'failed': run.failed})
     else:
         written = f' ({EVENTS_FILE} written)' if target.kind == 'dataset' else ' (nothing written)'
         name = target.dataset.name if target.dataset is not None else str(target.path)
         table = Table('episode' if target.kind == 'dataset' else 'bag', *EVENT_KINDS,
                       title=f'{name}: events per episode{written}')
-        for episode_id, result in results.items():
+        for episode_id, result in run.results.items():
             counts = Counter(e.kind for e in result.events)
             table.add_row(episode_id, *(str(counts.get(k, 0)) for k in EVENT_KINDS))
         stdout.print(table)
-    for episode_id, reason in failed.items():
-        stderr.print(f'robodata segment: {episode_id}: {reason}')
-    return 1 if failed else 0
+    for episode_id, reason in run.failed.items():
+        stderr.print(f'robodata segment: {episode_id}: {reason}', markup=False)
+    return EXIT_PARTIAL if run.failed else EXIT_OK
 
 
 def _show(args: argparse.Namespace, name: str, result: SegmentResult) -> None:

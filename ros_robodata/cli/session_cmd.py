@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ros_robodata.cli.record_cmd import add_recording_arguments
-from ros_robodata.errors import RobodataError
+from ros_robodata.cli.record_cmd import add_recording_arguments, recording_parameters
+from ros_robodata.cli.ros import require_ros
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,18 +34,11 @@ def add_monitor_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_monitor(args: argparse.Namespace) -> int:
-    try:
-        from ros_robodata.nodes.session import run_monitor as run_nodes
-    except ImportError as err:
-        raise RobodataError(f'monitoring needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
-    return run_nodes(args.profile, images=not args.no_images, use_sim_time=args.use_sim_time)
+    return require_ros('session', 'monitoring').run_monitor(args.profile, images=not args.no_images,
+                                                             use_sim_time=args.use_sim_time)
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from ros_robodata.nodes.session import run_session
-    except ImportError as err:
-        raise RobodataError(f'a session needs ROS 2 (rclpy and the built ros_robodata interfaces): {err}') from None
-    return run_session(args.profile, args.dataset, task=args.task, operator=args.operator, mode=args.mode,
-                       delete_discarded=args.delete_discarded, use_sim_time=args.use_sim_time,
-                       segment=not args.no_segmenter, monitor=not args.no_monitor)
+    session = require_ros('session', 'a session')
+    return session.run_session(**recording_parameters(args), segment=not args.no_segmenter,
+                               monitor=not args.no_monitor)

@@ -26,7 +26,8 @@ from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.errors import DatasetError
-from ros_robodata.files import write_yaml
+from ros_robodata.files import read_yaml, write_yaml
+from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
 DATASET_FILE = 'dataset.yaml'
@@ -103,7 +104,9 @@ class Dataset:
         if not file.is_file():
             raise DatasetError(f'{root}: not a dataset (no {DATASET_FILE})')
         try:
-            info = yaml.safe_load(file.read_text(encoding='utf-8'))
+            info = read_yaml(file)
+        except UnicodeDecodeError as err:
+            raise DatasetError(f'{file}: unreadable: not UTF-8 text (bad byte at offset {err.start})') from None
         except (OSError, yaml.YAMLError) as err:
             raise DatasetError(f'{file}: unreadable: {" ".join(str(err).split())}') from None
         if not isinstance(info, dict) or 'schema_version' not in info:
@@ -129,6 +132,18 @@ class Dataset:
     @property
     def name(self) -> str:
         return str(self.info.get('name', self.root.name))
+
+    @property
+    def profile(self) -> Profile:
+        """The robot profile the dataset was recorded with (its snapshot in dataset.yaml)."""
+        snapshot = (self.info.get('robot_profile') or {}).get('content')
+        if not snapshot:
+            raise DatasetError(f'{self.root}: dataset.yaml holds no robot profile; pass --profile')
+        return profile_from_dict(snapshot, source=f'{self.root}/{DATASET_FILE}')
+
+    @property
+    def has_profile(self) -> bool:
+        return bool((self.info.get('robot_profile') or {}).get('content'))
 
     def set_profile(self, profile: Any, who: str | None = None) -> None:
         """Give a dataset made without a robot profile its snapshot (never replaces one it has)."""

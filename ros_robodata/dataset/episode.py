@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from ros_robodata.errors import DatasetError
-from ros_robodata.files import write_yaml
+from ros_robodata.files import read_yaml, write_yaml
 from ros_robodata.vocabulary import MODES, OUTCOMES, STATUSES, check_choice
 
 _ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}')
@@ -84,9 +84,11 @@ class Episode:
 
 def read_episode(path: Path) -> Episode:
     try:
-        data = yaml.safe_load(path.read_text(encoding='utf-8'))
+        data = read_yaml(path)
     except FileNotFoundError:
         raise DatasetError(f'{path}: missing (not an episode folder?)') from None
+    except UnicodeDecodeError as err:
+        raise DatasetError(f'{path}: unreadable: not UTF-8 text (bad byte at offset {err.start})') from None
     except (OSError, yaml.YAMLError) as err:
         raise DatasetError(f'{path}: unreadable: {" ".join(str(err).split())}') from None
     return Episode.from_dict(data, str(path))

@@ -7,14 +7,18 @@ beside it) or a bag on its own (results are printed, nothing is written next to 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Union
 
+from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.sources import Recording, find_recordings, recording_at
 from ros_robodata.errors import DatasetError, RobodataError
-from ros_robodata.profile import Profile, load_profile, profile_from_dict
+from ros_robodata.profile import Profile, load_profile
+from ros_robodata.vocabulary import OUTCOMES, STATUSES, check_choice
 
 KINDS = ('dataset', 'episode', 'bag', 'bags')
 
@@ -113,27 +117,48 @@ def profile_for(target: Target, profile_path: str | Path | None) -> Profile:
     if profile_path:
         return load_profile(profile_path)
     if target.dataset is not None:
-        return dataset_profile(target.dataset)
+        return target.dataset.profile
     them = 'it' if target.kind == 'bag' else 'them'
     raise RobodataError(f'{target.path}: {target.what}, not an episode of a dataset: run `robodata import '
                         f'{target.path} --dataset D`, or pass --profile to work on {them} alone')
 
 
-def dataset_profile(dataset: Dataset) -> Profile:
-    """The profile the dataset was recorded with (its snapshot in dataset.yaml)."""
-    snapshot = (dataset.info.get('robot_profile') or {}).get('content')
-    if not snapshot:
-        raise DatasetError(f'{dataset.root}: dataset.yaml holds no robot profile; pass --profile')
-    return profile_from_dict(snapshot, source=f'{dataset.root}/dataset.yaml')
+@dataclass(frozen=True)
+class Filters:
+    """Which episodes of a dataset a command works on. Discarded episodes are left out unless status asks for them;
+    `since_ns` keeps episodes (or bags) whose first message is at or after it."""
+
+    task: str | None = None
+    outcome: str | None = None
+    status: str | None = None
+    since_ns: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome is not None:
+            check_choice('--outcome', self.outcome, OUTCOMES)
+        if self.status is not None:
+            check_choice('--status', self.status, STATUSES)
+
+    @property
+    def by_label(self) -> bool:
+        """Asks for what only an episode of a dataset has (a task, an outcome, a status)."""
+        return any(v is not None for v in (self.task, self.outcome, self.status))
 
 
-def items(target: Target, *, discarded: bool = False, need_bag: bool = True) -> list[Item]:
-    """The episodes (or bags) the target holds, in order. In a dataset, discarded episodes are left out unless
-    `discarded`, and episodes without a bag unless not `need_bag`; a named episode is always taken."""
+def select(target: Target, filters: Filters | None = None, *, need_bag: bool = True) -> list[Item]:
+    """The episodes (or bags) a command works on, in order: the one named, or those of a dataset or folder that
+    pass `filters` (episodes without a bag are left out while `need_bag`). What every command uses, so every
+    command picks the same episodes."""
+    filters = filters or Filters()
     if target.kind in ('bag', 'bags'):
+        if filters.by_label:
+            raise RobodataError(f'{target.path}: --task, --outcome and --status pick episodes of a dataset; '
+                                f'{target.what} has none')
         names: set[str] = set()
         out = []
         for recording in target.recordings:
+            if filters.since_ns is not None and not _starts_since(recording.path, filters.since_ns):
+                continue
             out.append(Item(_unique(_bag_name(recording), names), recording.path))
         return out
     dataset = target.dataset
@@ -143,13 +168,62 @@ def items(target: Target, *, discarded: bool = False, need_bag: bool = True) -> 
         return [Item(target.episode_id, dataset.bag_dir(target.episode_id), dataset.episode(target.episode_id),
                      dataset)]
     chosen = []
-    for row in dataset.list():
-        if row.status == 'discarded' and not discarded:
-            continue
+    for row in select_rows(dataset, filters):
         if need_bag and not dataset.bag_files(row.id):
             continue
         chosen.append(Item(row.id, dataset.bag_dir(row.id), dataset.episode(row.id), dataset))
     return chosen
+
+
+def select_rows(dataset: Dataset, filters: Filters | None = None) -> list[CatalogRow]:
+    """The catalog rows `filters` pick (the rule select() applies, from the catalog alone: fast for a listing)."""
+    filters = filters or Filters()
+    return [row for row in dataset.list(task=filters.task, status=filters.status, outcome=filters.outcome)
+            if (row.status != 'discarded' or filters.status == 'discarded')
+            and (filters.since_ns is None or (row.start_ns is not None and row.start_ns >= filters.since_ns))]
+
+
+def discarded_count(target: Target) -> int:
+    """How many discarded episodes the dataset holds (a listing says it left them out)."""
+    if target.kind != 'dataset' or target.dataset is None:
+        return 0
+    return len(target.dataset.list(status='discarded'))
+
+
+TargetLike = Union[Dataset, Target, str, 'os.PathLike[str]']
+
+
+@dataclass(frozen=True)
+class Work:
+    """What an analysis runs over: the target, the profile to read it with, and the chosen episodes or bags."""
+
+    target: Target
+    profile: Profile
+    items: list[Item]
+
+
+def as_target(target: TargetLike) -> Target:
+    """A Target from a Dataset, a Target, or a path (resolved as the command line resolves it)."""
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, Dataset):
+        return Target('dataset', target.root, target)
+    return resolve(target)
+
+
+def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None = None,
+            filters: Filters | None = None, *, need_bag: bool = True) -> Work:
+    """The target resolved, its profile (given, or the dataset's own) and the episodes `filters` pick."""
+    resolved = as_target(target)
+    chosen_profile = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
+    return Work(resolved, chosen_profile, select(resolved, filters, need_bag=need_bag))
+
+
+def _starts_since(path: Path, since_ns: int) -> bool:
+    from ros_robodata.bag.reader import BagReader
+
+    with BagReader(path) as reader:
+        return reader.start_ns is not None and reader.start_ns >= since_ns
 
 
 def _bag_name(recording: Recording) -> str:

@@ -1,14 +1,17 @@
-"""Segmenting recorded episodes: stream the gripper and wrench topics out of the bag, write events.json."""
+"""Segmenting recorded episodes or bags: stream the gripper and wrench topics out of each bag; an episode of a
+dataset gets its events.json, a bag on its own is only read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
-from ros_robodata.dataset.targets import dataset_profile  # noqa: F401 - re-exported for callers
-from ros_robodata.errors import BagError
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
+from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.segmenter import Segmenter
 from ros_robodata.files import write_json
@@ -45,3 +48,42 @@ def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, **optio
     result = segment_bag(dataset.bag_dir(episode_id), profile, **options)
     write_events(dataset.episode_dir(episode_id) / EVENTS_FILE, result, {'episode_id': episode_id})
     return result
+
+
+@dataclass
+class SegmentRun:
+    """What segmenting a set of episodes or bags gave: events per name, and what failed (and why)."""
+
+    results: dict[str, SegmentResult] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    nothing_to_do: str = ''  # why nothing was segmented at all (a rig without gripper and wrench)
+
+
+def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
+                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> SegmentRun:
+    """Segment each episode (writing its events.json) or bag (in memory); a failure is kept, not raised."""
+    run = SegmentRun()
+    if profile.topics.gripper is None and profile.topics.wrench is None:
+        run.nothing_to_do = (f'the profile ({profile.source}) names no gripper or wrench topic (a rig without a '
+                             'gripper or a wrist sensor)')
+        return run
+    if not use_gripper and not use_wrench:
+        raise RobodataError('segmenting needs the gripper or the wrench: both were left out')
+    for item in progress(items) if progress else items:
+        try:
+            run.results[item.name] = (
+                segment_episode(item.dataset, item.name, profile, use_gripper=use_gripper, use_wrench=use_wrench)
+                if item.dataset is not None else
+                segment_bag(item.bag, profile, use_gripper=use_gripper, use_wrench=use_wrench))
+        except RobodataError as err:
+            run.failed[item.name] = ' '.join(str(err).split())
+    return run
+
+
+def segment(target: TargetLike, *, profile: Profile | str | None = None, filters: Filters | None = None,
+            use_gripper: bool = True, use_wrench: bool = True,
+            progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> SegmentRun:
+    """Grasp/contact/release events of a dataset's episodes (events.json written into each), one episode, a bag
+    or a folder of bags (read, nothing written). `profile`: the dataset's own unless given (required for bags)."""
+    work = prepare(target, profile, filters)
+    return segment_items(work.items, work.profile, use_gripper=use_gripper, use_wrench=use_wrench, progress=progress)

@@ -32,9 +32,8 @@ import cv2
 from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.bag.sensor_files import cloud_points, encode_frame_image, write_pcd
 from ros_robodata.bag.types import typestore
-from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import check_episode_id
-from ros_robodata.dataset.targets import Item
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.export.manifest import (
     EPISODE_FORMAT,
@@ -460,12 +459,18 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
     return result
 
 
-def export_frames(dataset: Dataset, profile: Profile, episode_ids: list[str], out_dir: str | Path,
-                  options: ExportOptions, *, workers: int = 1,
+def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOptions | None = None, *,
+                  profile: Profile | str | None = None, filters: Filters | None = None, workers: int = 1,
                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
-    """export_items over episodes of a dataset."""
-    chosen = [Item(i, dataset.bag_dir(i), dataset.episode(i), dataset) for i in episode_ids]
-    return export_items(chosen, profile, out_dir, options, name=dataset.name, workers=workers, progress=progress)
+    """Frames of a dataset's episodes, one episode, a bag or a folder of bags, for labeling, into `out_dir`
+    (images and PCDs, a frames.json per episode, manifest.json). Options are checked before anything is written."""
+    options = options or ExportOptions()
+    work = prepare(target, profile, filters)
+    plan_export(work.profile, options)
+    if not work.items:
+        raise RobodataError(f'{work.target.path}: no recorded episode to export')
+    name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name
+    return export_items(work.items, work.profile, out_dir, options, name=name, workers=workers, progress=progress)
 
 
 __all__ = ['EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor', 'export_episode', 'export_frames',

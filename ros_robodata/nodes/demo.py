@@ -190,11 +190,11 @@ class _Demo:
         """The offline steps: events.json, then quality.json and the catalog scores, for every episode."""
         from ros_robodata.dataset import Dataset
         from ros_robodata.errors import RobodataError
-        from ros_robodata.events.offline import dataset_profile, segment_episode
+        from ros_robodata.events.offline import segment_episode
         from ros_robodata.quality.score import score_episodes
 
         dataset = Dataset.open(self.dataset_root)
-        profile = dataset_profile(dataset)
+        profile = dataset.profile
         for row in self.rows:
             try:
                 row['events'] = segment_episode(dataset, row['id'], profile).events
@@ -211,10 +211,10 @@ class _Demo:
                 row['score'] = run.scores[row['id']]
             elif row['id'] in run.failed:
                 stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot score: {run.failed[row["id"]]}[/]')
-        from ros_robodata.report import write_report
+        from ros_robodata.report import report_dataset
 
         try:
-            self.report = write_report(dataset, profile).path
+            self.report = report_dataset(dataset, profile).path
         except RobodataError as err:
             stderr.print(f'[yellow]robodata demo: cannot write the report: {err}[/]')
 

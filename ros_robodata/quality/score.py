@@ -14,7 +14,7 @@ import numpy as np
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
-from ros_robodata.dataset.targets import Item
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.segmenter import Segmenter
@@ -197,6 +197,21 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
         dataset.catalog.set_scores(episode_id, score, _catalog_scores(s))
     write_json(dataset.root / SUMMARY_FILE, run.summary)
     return run
+
+
+def score(target: TargetLike, *, profile: Profile | str | None = None, filters: Filters | None = None,
+          workers: int = 1, images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
+          ) -> ScoreRun:
+    """Check and score a dataset's episodes (quality.json, catalog scores and quality_summary.json written), one
+    episode, a bag or a folder of bags (scored and compared with each other in memory, nothing written).
+    `profile`: the dataset's own unless given (required for bags); `workers` processes score in parallel."""
+    work = prepare(target, profile, filters)
+    if not work.items:
+        raise RobodataError(f'{work.target.path}: no recorded episode to score')
+    if work.target.dataset is not None:
+        return score_episodes(work.target.dataset, work.profile, [i.name for i in work.items], workers=workers,
+                              images=images, progress=progress)
+    return score_items(work.items, work.profile, workers=workers, images=images, progress=progress)
 
 
 def skipped_checks(profile: Profile) -> list[str]:

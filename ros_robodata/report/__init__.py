@@ -8,6 +8,6 @@ shown are decoded, so memory stays bounded however long an episode is. The page 
 thumbnails as data: URIs, so it opens offline and can be mailed or attached to a ticket as one file.
 """
 
-from ros_robodata.report.build import REPORT_FILE, ReportResult, report_items, write_report
+from ros_robodata.report.build import REPORT_FILE, ReportResult, report_dataset, report_items, write_report
 
-__all__ = ['REPORT_FILE', 'ReportResult', 'report_items', 'write_report']
+__all__ = ['REPORT_FILE', 'ReportResult', 'report_dataset', 'report_items', 'write_report']

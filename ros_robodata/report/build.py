@@ -9,7 +9,8 @@ from typing import Any
 
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
-from ros_robodata.dataset.targets import Item
+from ros_robodata.dataset.importer import episode_id_for
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, as_target, prepare, profile_for
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
 from ros_robodata.profile import Profile
@@ -31,14 +32,30 @@ class ReportResult:
     problems: dict[str, str] = field(default_factory=dict)
 
 
-def write_report(dataset: Dataset, profile: Profile, out: Path | None = None, *, detail: int | None = None,
+def write_report(target: TargetLike, out: str | Path | None = None, *, profile: Profile | str | None = None,
+                 filters: Filters | None = None, detail: int | None = None, workers: int = 1,
                  progress: Progress | None = None) -> ReportResult:
-    """Build the report of a scored dataset and write it whole (a crash leaves the previous one). `detail` limits
-    the per-episode sections (timeline, frames) to the worst episodes, since those are the costly part of a big
-    dataset."""
+    """The quality report of a scored dataset (written to DATASET/report.html unless `out`), or of bags scored in
+    memory (written to `out`, default ./<name>_report.html). `detail` limits the per-episode sections (timeline,
+    frames) to the worst episodes, the costly part of a big dataset."""
+    resolved = as_target(target)
+    if resolved.dataset is not None:
+        chosen = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
+        return report_dataset(resolved.dataset, chosen, Path(out) if out else None, filters=filters, detail=detail,
+                              progress=progress)
+    work = prepare(resolved, profile, filters)
+    name = resolved.path.resolve().name
+    path = Path(out) if out else Path.cwd() / f'{episode_id_for(resolved.path.stem)}_{REPORT_FILE}'
+    return report_items(work.items, work.profile, path, name=name, workers=workers, detail=detail, progress=progress)
+
+
+def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, *, filters: Filters | None = None,
+                   detail: int | None = None, progress: Progress | None = None) -> ReportResult:
+    """The report of a scored dataset, from what `robodata score` wrote, written whole (a crash leaves the
+    previous one)."""
     path = Path(out) if out is not None else dataset.root / REPORT_FILE
     _check_out(path)
-    summary, scored = load_scores(dataset)
+    summary, scored = load_scores(dataset, filters)
     return render_to(path, dataset.name, summary, scored, {ep.id: dataset.bag_dir(ep.id) for ep in scored},
                      profile, detail=detail, progress=progress)
 
@@ -61,6 +78,9 @@ def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, w
 
 
 def _check_out(path: Path) -> None:
+    """A report is one .html file in an existing folder: never a name that could be a recording or a dataset file."""
+    if path.suffix.lower() not in ('.html', '.htm'):
+        raise RobodataError(f'{path}: a report is written to an .html file; name one (e.g. report.html)')
     if not path.parent.is_dir():
         raise RobodataError(f'{path}: no folder {path.parent} to write the report into')
 

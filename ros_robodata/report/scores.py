@@ -9,6 +9,7 @@ from typing import Any
 
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.targets import Filters, Target, select
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
@@ -63,9 +64,9 @@ def _read_json(path: Path, hint: str) -> dict[str, Any]:
     return data
 
 
-def load_scores(dataset: Dataset) -> tuple[dict[str, Any], list[ScoredEpisode]]:
-    """quality_summary.json and every scored episode; fails with what to run when the dataset is not scored,
-    because a report of a partly scored dataset would silently leave episodes out."""
+def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[dict[str, Any], list[ScoredEpisode]]:
+    """quality_summary.json and every scored episode `filters` pick; fails with what to run when the dataset is
+    not scored, because a report of a partly scored dataset would silently leave episodes out."""
     hint = f'run `robodata score {dataset.root}` first'
     summary_path = dataset.root / SUMMARY_FILE
     if not summary_path.is_file():
@@ -73,9 +74,11 @@ def load_scores(dataset: Dataset) -> tuple[dict[str, Any], list[ScoredEpisode]]:
     summary = _read_json(summary_path, hint)
     failed = summary.get('failed') or {}
     scored, missing = [], []
-    for row in dataset.list():
-        if row.status == 'discarded' or row.id in failed or not dataset.bag_files(row.id):
+    for item in select(Target('dataset', dataset.root, dataset), filters):
+        if item.name in failed:
             continue
+        row = item.episode
+        assert row is not None
         path = dataset.episode_dir(row.id) / QUALITY_FILE
         if not path.is_file():
             missing.append(row.id)
@@ -85,7 +88,7 @@ def load_scores(dataset: Dataset) -> tuple[dict[str, Any], list[ScoredEpisode]]:
         events: list[dict[str, Any]] = []
         if events_path.is_file():
             events = [e for e in _read_json(events_path, hint).get('events') or [] if isinstance(e, dict)]
-        scored.append(ScoredEpisode(dataset.episode(row.id), quality, events))
+        scored.append(ScoredEpisode(row, quality, events))
     if missing:
         more = f' and {len(missing) - 3} more' if len(missing) > 3 else ''
         raise RobodataError(f'{dataset.root}: no {QUALITY_FILE} for episode(s) {", ".join(missing[:3])}{more}: '
