@@ -117,8 +117,9 @@ def read_write(bag: Path, out: Path) -> int:
 
 def import_into(root: Path, bag: Path, **options: object) -> list[str]:
     from ros_robodata.dataset import Dataset
-    from ros_robodata.dataset.importer import ImportOptions, import_lock, import_recording
+    from ros_robodata.dataset.importer import ImportOptions, import_recording
     from ros_robodata.dataset.sources import find_recordings
+    from ros_robodata.dataset.staging import import_lock
 
     dataset = Dataset.create(root)
     (recording,) = find_recordings([bag])

@@ -34,6 +34,10 @@ LIFT = 'lift'
 RELEASE = 'release'
 EVENT_KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE)
 
+# Files that hold a recording: rosbag2 storage, and the video containers phones and cameras write.
+BAG_SUFFIXES = {'.mcap': 'mcap', '.db3': 'sqlite3'}
+VIDEO_SUFFIXES = ('.mp4', '.mov', '.m4v', '.mkv', '.avi', '.webm')
+
 _DURATION = re.compile(r'^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|min|h|d)\s*$')
 _UNIT_NS = {'ms': 1e6, 's': 1e9, 'min': 60e9, 'h': 3600e9, 'd': 86400e9}
 

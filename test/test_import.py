@@ -26,8 +26,9 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
-from ros_robodata.dataset.importer import ImportOptions, import_lock, import_recording
+from ros_robodata.dataset.importer import ImportOptions, import_recording
 from ros_robodata.dataset.sources import content_id, find_recordings
+from ros_robodata.dataset.staging import import_lock
 from ros_robodata.dataset.watch import Watcher
 from test.real_data import real_data
 from test.rig_logs import (
@@ -298,7 +299,7 @@ def test_an_interrupted_split_is_finished_by_running_it_again(tmp_path: Path, sh
     dataset = Dataset.create(tmp_path / 'ds')
     (recording,) = find_recordings([shift_log.path])
     options = ImportOptions(split=importer.SplitSpec('every', 60.0))
-    real_commit = importer._commit
+    real_commit = importer.commit_episode
     calls = []
 
     def commit_then_interrupt(*args: Any) -> None:
@@ -307,11 +308,11 @@ def test_an_interrupted_split_is_finished_by_running_it_again(tmp_path: Path, sh
             raise KeyboardInterrupt
         real_commit(*args)
 
-    monkeypatch.setattr(importer, '_commit', commit_then_interrupt)
+    monkeypatch.setattr(importer, 'commit_episode', commit_then_interrupt)
     with pytest.raises(KeyboardInterrupt), import_lock(dataset):
         import_recording(dataset, recording, options)
     assert len(dataset.episode_ids()) == 2 and no_leftovers(dataset.root)
-    monkeypatch.setattr(importer, '_commit', real_commit)
+    monkeypatch.setattr(importer, 'commit_episode', real_commit)
     with import_lock(dataset):
         result = import_recording(dataset, recording, options)
     assert len(result.episodes) == 8 and len(result.existing) == 2

@@ -27,8 +27,9 @@ from mcap_ros2.decoder import DecoderFactory
 
 from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.reader import BagReader
-from ros_robodata.bag.video import DEFAULT_TOPIC, VIDEO_SUFFIXES, probe_video, video_to_bag
+from ros_robodata.bag.video import DEFAULT_TOPIC, probe_video, video_to_bag
 from ros_robodata.errors import RobodataError
+from ros_robodata.vocabulary import VIDEO_SUFFIXES
 
 W, H, FPS, N = 160, 120, 30, 60
 PERIOD_NS = 1_000_000_000 // FPS

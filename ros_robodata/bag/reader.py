@@ -28,8 +28,9 @@ from rosbags.typesys.store import Typestore
 
 from ros_robodata.bag.types import own_message_definitions
 from ros_robodata.errors import BagError
+from ros_robodata.vocabulary import BAG_SUFFIXES
 
-STORAGE_SUFFIXES = {'.mcap': 'mcap', '.db3': 'sqlite3'}
+STORAGE_SUFFIXES = BAG_SUFFIXES
 MCAP_MAGIC = b'\x89MCAP0\r\n'
 
 

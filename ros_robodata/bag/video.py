@@ -52,7 +52,6 @@ from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import STORAGES, BagWriter
 from ros_robodata.errors import RobodataError
 
-VIDEO_SUFFIXES: tuple[str, ...] = ('.mp4', '.mov', '.m4v', '.mkv', '.avi', '.webm')
 DEFAULT_TOPIC = '/camera/image_raw/compressed'
 MSGTYPE = 'sensor_msgs/msg/CompressedImage'
 PROGRESS_EVERY = 30

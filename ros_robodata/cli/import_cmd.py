@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.cli.common import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
-from ros_robodata.dataset import MODES, OUTCOMES, Dataset, is_dataset
-from ros_robodata.dataset.importer import Imported, ImportOptions, import_lock, import_recording
-from ros_robodata.dataset.sources import Recording, find_recordings
+from ros_robodata.dataset import MODES, OUTCOMES, Dataset
+from ros_robodata.dataset.importer import Imported, ImportOptions, dataset_for_import, import_recordings
+from ros_robodata.dataset.sources import Recording
 from ros_robodata.dataset.split import SplitSpec
 from ros_robodata.dataset.watch import Watcher
 from ros_robodata.errors import RobodataError
@@ -104,27 +104,6 @@ def _then_steps(text: str | None) -> list[str]:
     return steps
 
 
-def open_dataset(path: str, profile_path: str | None) -> tuple[Dataset, Profile | None]:
-    """The dataset (made when absent) and the profile recordings are checked against."""
-    profile = load_profile(profile_path) if profile_path else None
-    if not is_dataset(Path(path)):
-        dataset = Dataset.create(path, profile=profile)
-        stdout.print(f'created dataset {dataset.name} at {dataset.root}' + ('' if profile else ' (no robot profile: '
-                     'recordings are imported as they are; pass --profile to check them against a rig)'), markup=False)
-        return dataset, profile
-    dataset = Dataset.open(path)
-    own = dataset.info.get('robot_profile')
-    if profile is None:
-        return dataset, dataset.profile if own else None
-    if not own:
-        dataset.set_profile(profile)
-        return dataset, profile
-    if own.get('sha256') != profile.sha256:
-        raise RobodataError(f'{dataset.root}: was made with another robot profile ({own.get("source")}); import '
-                            f'without --profile to use its own, or into a new dataset')
-    return dataset, profile
-
-
 def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     steps = _then_steps(args.then)
@@ -133,53 +112,43 @@ def run(args: argparse.Namespace) -> int:
     if not args.watch and not args.sources:
         raise RobodataError('nothing to import: give SOURCE(s), or --watch DIR')
     if args.watch:
-        if not Path(args.watch).is_dir():
-            raise RobodataError(f'--watch: {args.watch}: no such folder')
-        interval = parse_duration(args.interval, '--interval') / 1e9
-        settle = parse_duration(args.settle, '--settle', allow_zero=True) / 1e9
-        recordings: list[Recording] = []
-    else:
-        recordings = find_recordings(args.sources)  # every source checked before the dataset is touched
-        inside = [r for r in recordings if r.path.resolve().is_relative_to(Path(args.dataset).resolve())]
-        for recording in inside:
-            stderr.print(f'robodata import: {recording.path}: inside the dataset itself: skipped', markup=False)
-        recordings = [r for r in recordings if r not in inside]
-        if options.episode_id and len(recordings) > 1:
-            raise RobodataError(f'--id names one episode; the sources hold {len(recordings)} recordings')
-    dataset, profile = open_dataset(args.dataset, args.profile)
-    if args.watch:
-        return _watch(args, dataset, profile, options, steps, interval, settle)
-    results: list[Imported] = []
-    failed: dict[str, str] = {}
-    with import_lock(dataset):
-        for recording in progress(recordings, 'importing', total=len(recordings), quiet=args.json):
-            try:
-                result = import_recording(dataset, recording, options, profile=profile)
-            except RobodataError as err:
-                failed[str(recording.path)] = ' '.join(str(err).split())
-                if not args.json:
-                    stderr.print(f'robodata import: error: {failed[str(recording.path)]}', markup=False)
-                continue
-            results.append(result)
-            if not args.json:
-                _say(dataset, result)
-    new = [e for r in results for e in r.episodes]
-    after = _then(dataset, profile, new, steps, quiet=args.json)
+        return _watch(args, options, steps)
+
+    def on_result(result: Imported | Recording, failure: str | None) -> None:
+        if args.json:
+            return
+        if failure is not None:
+            stderr.print(f'robodata import: error: {failure}', markup=False)
+        else:
+            assert isinstance(result, Imported)
+            _say(result)
+
+    run = import_recordings(args.sources, args.dataset, options, profile=args.profile, on_result=on_result,
+                            progress=lambda it: progress(it, 'importing', quiet=args.json))
+    dataset = run.dataset
+    if not args.json:
+        for path in run.skipped:
+            stderr.print(f'robodata import: {path}: inside the dataset itself: skipped', markup=False)
+        if run.created:
+            stdout.print(f'created dataset {dataset.name} at {dataset.root}', markup=False)
+    checked = dataset.profile if dataset.has_profile else None
+    after = _then(dataset, checked, run.episodes, steps, quiet=args.json)
     if args.json:
-        print_json({'dataset': str(dataset.root), 'imported': [r.to_json() for r in results], 'failed': failed,
+        print_json({'dataset': str(dataset.root), 'created': run.created,
+                    'imported': [r.to_json() for r in run.imported], 'failed': run.failed, 'skipped': run.skipped,
                     'then': after})
     else:
-        existing = sum(len(r.existing) for r in results if not r.episodes)
-        stdout.print(f'{len(new)} episode(s) imported into {dataset.root}'
+        existing = sum(len(r.existing) for r in run.imported if not r.episodes)
+        stdout.print(f'{len(run.episodes)} episode(s) imported into {dataset.root}'
                      + (f', {existing} already there' if existing else '')
-                     + (f', {len(failed)} source(s) failed' if failed else ''), markup=False)
-    if failed:  # every source failed: bad input; some did: finished, with failures
-        return EXIT_PARTIAL if results else EXIT_ERROR
+                     + (f', {len(run.failed)} source(s) failed' if run.failed else ''), markup=False)
+    if run.failed:  # every source failed: bad input; some did: finished, with failures
+        return EXIT_PARTIAL if run.imported else EXIT_ERROR
     return EXIT_OK
 
 
-def _say(dataset: Dataset, result: Imported) -> None:
-    source = result.recording.path
+def _say(result: Imported) -> None:
+    source, dataset = result.recording.path, result.dataset
     for note in result.notes:
         stdout.print(f'{source}: note: {note}', markup=False)
     for episode_id in result.episodes:
@@ -229,8 +198,14 @@ def _then(dataset: Dataset, profile: Profile | None, episode_ids: list[str], ste
     return out
 
 
-def _watch(args: argparse.Namespace, dataset: Dataset, profile: Profile | None, options: ImportOptions,
-           steps: list[str], interval: float, settle: float) -> int:
+def _watch(args: argparse.Namespace, options: ImportOptions, steps: list[str]) -> int:
+    if not Path(args.watch).is_dir():
+        raise RobodataError(f'--watch: {args.watch}: no such folder')
+    interval = parse_duration(args.interval, '--interval') / 1e9
+    settle = parse_duration(args.settle, '--settle', allow_zero=True) / 1e9
+    dataset, profile, created = dataset_for_import(args.dataset, load_profile(args.profile) if args.profile else None)
+    if created and not args.json:
+        stdout.print(f'created dataset {dataset.name} at {dataset.root}', markup=False)
     imported: list[str] = []
     stopping = False
 
@@ -238,7 +213,7 @@ def _watch(args: argparse.Namespace, dataset: Dataset, profile: Profile | None, 
         if args.json:
             print_json(result.to_json())
         else:
-            _say(dataset, result)
+            _say(result)
         imported.extend(result.episodes)
         _then(dataset, profile, result.episodes, steps, quiet=args.json)
 

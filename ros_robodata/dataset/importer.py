@@ -10,15 +10,13 @@ and the catalog indexes it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import time
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,14 +24,20 @@ from typing import Any
 from ros_robodata import __version__
 from ros_robodata.bag.reader import BagReader, TopicInfo
 from ros_robodata.bag.repair import repair_bag
-from ros_robodata.dataset.audit import append_audit
-from ros_robodata.dataset.dataset import Dataset, file_sha256
+from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, check_episode_id
-from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id
+from ros_robodata.dataset.episode_stats import (
+    bag_checksums,
+    expected_rates,
+    fill_stats,
+    fill_stats_from_bag,
+    fill_stats_from_index,
+)
+from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id, find_recordings
 from ros_robodata.dataset.split import SplitSpec, find_windows, write_windows
-from ros_robodata.errors import DatasetError, RobodataError
-from ros_robodata.profile import COMPRESSED_IMAGE, Profile
-from ros_robodata.record.topic_stats import TopicStats, stamp_range
+from ros_robodata.dataset.staging import commit_episode, import_lock, imported_from, staging_folder
+from ros_robodata.errors import RobodataError
+from ros_robodata.profile import Profile, load_profile
 from ros_robodata.vocabulary import MODES, OUTCOMES
 
 METHODS = ('copy', 'link', 'move')
@@ -80,6 +84,7 @@ class Imported:
     """What one recording gave: the new episodes, the ones it already had in the dataset, and notes."""
 
     recording: Recording
+    dataset: Dataset
     episodes: list[str] = field(default_factory=list)
     existing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -87,59 +92,6 @@ class Imported:
     def to_json(self) -> dict[str, Any]:
         return {'source': str(self.recording.path), 'kind': self.recording.kind, 'episodes': self.episodes,
                 'already_imported_as': self.existing, 'notes': self.notes}
-
-
-# -- the dataset side ---------------------------------------------------------------------------------------
-
-
-@contextmanager
-def import_lock(dataset: Dataset) -> Iterator[None]:
-    """One importer per dataset at a time; taking the lock also clears what a killed import left behind."""
-    dataset.episodes_dir.mkdir(parents=True, exist_ok=True)
-    path = dataset.episodes_dir / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode('ascii', 'replace').strip() or 'another process'
-            raise DatasetError(f'{dataset.root}: another import is running into this dataset (pid {holder}); '
-                               'wait for it or stop it') from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        _clear_staging(dataset)
-        _reconcile(dataset)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _clear_staging(dataset: Dataset) -> None:
-    """Staging folders of an import that was killed, and the empty folders they had reserved."""
-    for staging in dataset.episodes_dir.glob(f'.*{STAGING_SUFFIX}'):
-        shutil.rmtree(staging, ignore_errors=True)
-        reserved = dataset.episodes_dir / staging.name[1:-len(STAGING_SUFFIX)]
-        if reserved.is_dir() and not any(reserved.iterdir()):
-            reserved.rmdir()
-
-
-def _reconcile(dataset: Dataset) -> None:
-    """Episode folders renamed into place by an import killed before it reached the catalog."""
-    listed = {row.id for row in dataset.catalog.query()}
-    for episode_id in dataset.episode_ids():
-        if episode_id not in listed:
-            dataset.save_episode(dataset.episode(episode_id))
-
-
-def imported_from(dataset: Dataset, cid: str) -> dict[str, Episode]:
-    """The dataset's episodes imported from the recording with content id `cid`, by id."""
-    found = {}
-    for episode_id in dataset.catalog.with_source(cid):
-        try:
-            found[episode_id] = dataset.episode(episode_id)
-        except DatasetError:
-            continue
-    return found
 
 
 def episode_id_for(name: str) -> str:
@@ -151,35 +103,6 @@ def episode_id_for(name: str) -> str:
     if not text:
         raise RobodataError(f'{name!r}: nothing in this name is usable as an episode id; give one with --id')
     return check_episode_id(text)
-
-
-def _commit(dataset: Dataset, staging: Path, episode: Episode, who: str | None) -> None:
-    """episode.yaml into the staging folder, then the folder into place (replacing its empty reservation), then
-    the catalog row and the audit entry."""
-    from ros_robodata.dataset.episode import write_episode
-
-    write_episode(staging / 'episode.yaml', episode)
-    os.replace(staging, dataset.episode_dir(episode.id))
-    dataset.catalog.upsert(episode, **dataset.bag_stats(episode))
-    append_audit(dataset.audit_path, 'import_episode', episode.id, who, source=episode.source.get('path'),
-                 method=episode.source.get('method'), content_id=episode.source.get('content_id'),
-                 window=episode.source.get('window'))
-
-
-@contextmanager
-def _staging(dataset: Dataset, episode_id: str) -> Iterator[Path]:
-    """A hidden folder to build the episode in; removed (with its reservation) unless committed."""
-    staging = dataset.episodes_dir / f'.{episode_id}{STAGING_SUFFIX}'
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        reserved = dataset.episode_dir(episode_id)
-        if reserved.is_dir() and not any(reserved.iterdir()):
-            reserved.rmdir()
-        raise
 
 
 # -- checks against the profile ------------------------------------------------------------------------------
@@ -213,10 +136,12 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
     """Import one recording (already found by sources.find_recordings); call inside import_lock()."""
     options.check()
     if recording.kind == 'video':
-        return _import_video(dataset, recording, options, profile, who)
+        from ros_robodata.dataset.import_video import import_video  # loads PyAV and OpenCV only for videos
+
+        return import_video(dataset, recording, options, profile, who)
     cid = content_id(recording.files)
     done = imported_from(dataset, cid)
-    result = Imported(recording)
+    result = Imported(recording, dataset)
     if done and options.split is None:
         result.existing = sorted(done)
         return result
@@ -232,7 +157,7 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
     return _import_split(dataset, recording, options, profile, who, cid, done, result)
 
 
-def _source(recording: Recording, options: ImportOptions, cid: str, **extra: Any) -> dict[str, Any]:
+def source_record(recording: Recording, options: ImportOptions, cid: str, **extra: Any) -> dict[str, Any]:
     return {'path': str(recording.path.resolve()), 'kind': recording.kind, 'method': options.method,
             'content_id': cid, 'size_bytes': recording.size_bytes, 'files': [f.name for f in recording.files],
             'imported': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'imported_by': f'ros_robodata {__version__}',
@@ -260,7 +185,7 @@ def _import_whole(dataset: Dataset, recording: Recording, options: ImportOptions
     method = 'copy' if damaged and options.method == 'link' else options.method
     if method != options.method:
         notes.append('the bag is damaged: copied and repaired instead of linked')
-    with _staging(dataset, episode_id) as staging:
+    with staging_folder(dataset, episode_id) as staging:
         bag = staging / 'bag'
         bag.mkdir()
         hashes = _transfer(recording, bag, method)
@@ -275,15 +200,15 @@ def _import_whole(dataset: Dataset, recording: Recording, options: ImportOptions
         episode = Episode(id=episode_id, task=options.task, operator=options.operator, mode=options.mode,
                           robot=profile.robot.name if profile else '', outcome=options.outcome, status=status,
                           profile_sha256=profile.sha256 if profile else '', notes='\n'.join(episode_notes),
-                          source=_source(recording, replace(options, method=method), cid))
+                          source=source_record(recording, replace(options, method=method), cid))
         if method == 'link':
-            _summary_stats(episode, bag, profile)
+            fill_stats_from_index(episode, bag, profile)
         else:
             fill_stats_from_bag(episode, bag, profile)
-        episode.bag_sha256 = _checksums(bag, hashes, linked=method == 'link')
-        _commit(dataset, staging, episode, who)
+        episode.bag_sha256 = bag_checksums(bag, hashes, linked=method == 'link')
+        commit_episode(dataset, staging, episode, who)
     if method == 'move':
-        _remove_source(recording)
+        remove_source(recording)
     return episode_id
 
 
@@ -319,72 +244,13 @@ def _copy_hashing(src: Path, dst: Path, chunk: int = 4 << 20) -> str:
     return digest.hexdigest()
 
 
-def _checksums(bag: Path, hashes: dict[str, str], *, linked: bool) -> dict[str, str]:
-    """sha256 of every file of the episode's bag: taken while copying where possible. A linked bag's files are
-    not read (that is what --link is for): they are checked by their content id instead."""
-    out = {}
-    for path in sorted(p for p in bag.iterdir() if p.is_file()):
-        if path.is_symlink() and linked:
-            continue
-        out[path.name] = hashes.get(path.name) or file_sha256(path)
-    return out
-
-
-def _remove_source(recording: Recording) -> None:
+def remove_source(recording: Recording) -> None:
     for file in recording.files:
         file.unlink(missing_ok=True)
     if recording.kind == 'bag':
         (recording.path / METADATA_FILE).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             recording.path.rmdir()  # only when nothing else is left in it
-
-
-def _expected_rates(profile: Profile | None) -> dict[str, float | None]:
-    return {} if profile is None else {spec.topic: spec.rate_hz for _, spec in profile.all_topics()}
-
-
-def fill_stats_from_bag(episode: Episode, bag: Path, profile: Profile | None) -> int:
-    """Counts, rates, header-stamp range and loss by stamps, as the recorder writes them: one pass over the bag;
-    returns the number of messages."""
-    from ros_robodata.signals.cdr import starts_with_header
-
-    rates = _expected_rates(profile)
-    with BagReader(bag) as reader:
-        store = reader.typestore
-        stats = {name: TopicStats(name, info.msgtype, rates.get(name), info.msgtype in store.fielddefs
-                                  and starts_with_header(info.msgtype, store), info.latched)
-                 for name, info in reader.topics.items()}
-        for message in reader.messages():
-            stats[message.topic].update(message.t_ns, message.data)
-        episode.start_ns, episode.stop_ns = reader.start_ns, reader.end_ns
-    fill_stats(episode, stats)
-    return sum(s.count for s in stats.values())
-
-
-def fill_stats(episode: Episode, stats: dict[str, TopicStats]) -> None:
-    """episode.yaml's topics, loss and header-stamp range from the per-topic figures of its messages."""
-    episode.topics = {topic: s.summary() for topic, s in stats.items()}
-    episode.stamp_start_ns, episode.stamp_stop_ns = stamp_range(stats.values())
-    episode.loss = {
-        'total_lost': sum(s.lost for s in stats.values()),
-        'missing_by_stamp': sum(s.missing_by_stamp for s in stats.values()),
-        'dropped_by_recorder': 0,
-        'topics': {topic: s.loss() for topic, s in stats.items()},
-    }
-
-
-def _summary_stats(episode: Episode, bag: Path, profile: Profile | None) -> None:
-    """What the bag's index says, without reading a message: a linked import costs the same for any size."""
-    rates = _expected_rates(profile)
-    with BagReader(bag) as reader:
-        duration = reader.duration_ns / 1e9
-        episode.start_ns, episode.stop_ns = reader.start_ns, reader.end_ns
-        episode.topics = {
-            name: {'type': info.msgtype, 'count': info.count,
-                   'rate_hz': round(info.count / duration, 3) if duration > 0 and info.count > 1 else None,
-                   'expected_rate_hz': rates.get(name), 'latched': info.latched}
-            for name, info in reader.topics.items()}
-    episode.loss = {'note': 'not measured: a linked bag is not read at import (`robodata score` measures it)'}
 
 
 # -- split logs ------------------------------------------------------------------------------------------------
@@ -422,7 +288,7 @@ def _import_split(dataset: Dataset, recording: Recording, options: ImportOptions
                 staging.mkdir()
             storage = profile.recording.storage if profile else 'mcap'
             compression = profile.recording.compression if profile else 'zstd'
-            written = write_windows(reader, todo, [s / 'bag' for s in stagings], _expected_rates(profile),
+            written = write_windows(reader, todo, [s / 'bag' for s in stagings], expected_rates(profile),
                                     storage=storage, compression=compression)
             for episode_id, staging, window, stats in zip(ids, stagings, todo, written, strict=True):
                 if stats is None:
@@ -437,12 +303,12 @@ def _import_split(dataset: Dataset, recording: Recording, options: ImportOptions
                     outcome=window.outcome or options.outcome, status='complete',
                     profile_sha256=profile.sha256 if profile else '',
                     notes='\n'.join([*result.notes, *([window.note] if window.note else [])]),
-                    source=_source(recording, replace(options, method='copy'), cid, window={
+                    source=source_record(recording, replace(options, method='copy'), cid, window={
                         **window.to_json(), 'of': len(windows), 'split': options.split.describe()}))
                 episode.start_ns, episode.stop_ns = stats.first_ns, stats.last_ns
                 fill_stats(episode, stats.topics)
-                episode.bag_sha256 = _checksums(staging / 'bag', {}, linked=False)
-                _commit(dataset, staging, episode, who)
+                episode.bag_sha256 = bag_checksums(staging / 'bag', {}, linked=False)
+                commit_episode(dataset, staging, episode, who)
                 result.episodes.append(episode_id)
         except BaseException:
             for staging, episode_id in zip(stagings, ids, strict=True):
@@ -459,71 +325,77 @@ def _window_key(window: dict[str, Any]) -> tuple[int, int]:
     return int(window['start_ns']), int(window['end_ns'])
 
 
-# -- videos ------------------------------------------------------------------------------------------------------
+# -- the front door -------------------------------------------------------------------------------------------
 
 
-def _video_camera(profile: Profile | None, wanted: str | None, where: Path) -> tuple[str, str]:
-    """(topic, frame_id) the video's frames go to: the profile camera named by --camera, or its only
-    CompressedImage camera; without a profile, /camera/image_raw/compressed."""
+@dataclass
+class ImportRun:
+    """What an import did: the dataset (and whether it was made now), each recording's result, what failed."""
+
+    dataset: Dataset
+    created: bool = False
+    imported: list[Imported] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # recordings inside the dataset itself
+
+    @property
+    def episodes(self) -> list[str]:
+        return [e for r in self.imported for e in r.episodes]
+
+
+def dataset_for_import(path: str | os.PathLike[str], profile: Profile | None = None) -> tuple[Dataset, Profile | None,
+                                                                                              bool]:
+    """(the dataset, made when absent, the profile recordings are checked against, whether it was made). A dataset
+    made without a profile takes the one given; one made with another profile is refused."""
+    from ros_robodata.dataset.dataset import is_dataset
+
+    if not is_dataset(Path(path)):
+        return Dataset.create(path, profile=profile), profile, True
+    dataset = Dataset.open(path)
     if profile is None:
-        if wanted:
-            raise RobodataError(f'{where}: --camera needs a dataset made with a profile (or --profile)')
-        return '/camera/image_raw/compressed', 'camera'
-    cameras = profile.topics.cameras
-    if wanted:
-        match = [c for c in cameras if c.name == wanted]
-        if not match:
-            raise RobodataError(f'--camera: the profile has no camera {wanted!r} (it has: '
-                                f'{", ".join(c.name for c in cameras) or "none"})')
-        camera = match[0]
+        return dataset, dataset.profile if dataset.has_profile else None, False
+    if not dataset.has_profile:
+        dataset.set_profile(profile)
+        return dataset, profile, False
+    own = dataset.info['robot_profile']
+    if own.get('sha256') != profile.sha256:
+        raise RobodataError(f'{dataset.root}: was made with another robot profile ({own.get("source")}); import '
+                            'without --profile to use its own, or into a new dataset')
+    return dataset, profile, False
+
+
+def import_recordings(sources: Iterable[str | os.PathLike[str]], dataset: Dataset | str | os.PathLike[str],
+                      options: ImportOptions | None = None, *, profile: Profile | str | None = None,
+                      on_result: Callable[[Imported | Recording, str | None], None] | None = None,
+                      progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ImportRun:
+    """Import every recording at or under `sources` into `dataset` (made when absent). A recording that cannot be
+    imported is kept in `failed` with its reason and the rest go on; `on_result(result, None)` or
+    `on_result(recording, reason)` is called after each one. Every source is checked before the dataset is
+    touched."""
+    options = options or ImportOptions()
+    options.check()
+    recordings = find_recordings(sources)
+    root = Path(dataset.root if isinstance(dataset, Dataset) else dataset).resolve()
+    inside = [r for r in recordings if r.path.resolve().is_relative_to(root)]
+    recordings = [r for r in recordings if r not in inside]
+    if options.episode_id and len(recordings) > 1:
+        raise RobodataError(f'--id names one episode; the sources hold {len(recordings)} recordings')
+    loaded = load_profile(profile) if isinstance(profile, (str, os.PathLike)) else profile
+    if isinstance(dataset, Dataset):
+        target, checked, created = dataset, loaded or (dataset.profile if dataset.has_profile else None), False
     else:
-        compressed = [c for c in cameras if c.type == COMPRESSED_IMAGE]
-        if len(compressed) != 1:
-            names = ', '.join(c.name for c in compressed) or 'none'
-            raise RobodataError(f'{where}: a video becomes one camera of the profile ({profile.source}), a '
-                                f'{COMPRESSED_IMAGE} one; it has {len(compressed)} ({names}): name it with --camera')
-        camera = compressed[0]
-    if camera.type != COMPRESSED_IMAGE:
-        raise RobodataError(f'{where}: camera {camera.name} ({camera.topic}) is {camera.type} in the profile; a video '
-                            f'imports as {COMPRESSED_IMAGE} (JPEG frames)')
-    return camera.topic, camera.name
-
-
-def _import_video(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
-                  who: str | None) -> Imported:
-    from ros_robodata.bag.video import probe_video, video_to_bag
-
-    result = Imported(recording)
-    if options.method == 'link':
-        raise RobodataError(f'{recording.path}: a video is converted into a bag; --link cannot apply (use --copy, '
-                            'the default, or --move)')
-    if options.split is not None:
-        raise RobodataError(f'{recording.path}: splitting applies to bags, not videos')
-    topic, frame_id = _video_camera(profile, options.camera, recording.path)
-    info = probe_video(recording.path)  # an unreadable video fails here, before anything is made
-    cid = content_id(recording.files)
-    if done := imported_from(dataset, cid):
-        result.existing = sorted(done)
-        return result
-    episode_id = dataset.reserve_episode_id(options.episode_id or episode_id_for(recording.name))
-    with _staging(dataset, episode_id) as staging:
-        video = video_to_bag(recording.path, staging / 'bag', topic=topic, frame_id=frame_id,
-                             start_ns=options.video_start_ns, jpeg_quality=options.jpeg_quality,
-                             storage=profile.recording.storage if profile else 'mcap',
-                             compression=profile.recording.compression if profile else 'zstd')
-        result.notes += video.notes
-        episode = Episode(id=episode_id, task=options.task, operator=options.operator,
-                          mode=options.mode if options.mode != 'unknown' else 'human',
-                          robot=profile.robot.name if profile else '', outcome=options.outcome,
-                          status='incomplete' if video.skipped_frames else 'complete',
-                          profile_sha256=profile.sha256 if profile else '', notes='\n'.join(video.notes),
-                          source=_source(recording, options, cid, video={**info.to_dict(), 'clock': video.clock,
-                                                                         'frames_written': video.frames,
-                                                                         'frames_skipped': video.skipped_frames}))
-        fill_stats_from_bag(episode, staging / 'bag', profile)
-        episode.bag_sha256 = _checksums(staging / 'bag', {}, linked=False)
-        _commit(dataset, staging, episode, who)
-    result.episodes.append(episode_id)
-    if options.method == 'move':
-        _remove_source(recording)
-    return result
+        target, checked, created = dataset_for_import(dataset, loaded)
+    run = ImportRun(target, created, skipped=[str(r.path) for r in inside])
+    with import_lock(target):
+        for recording in progress(recordings) if progress else recordings:
+            try:
+                result = import_recording(target, recording, options, profile=checked)
+            except RobodataError as err:
+                run.failed[str(recording.path)] = ' '.join(str(err).split())
+                if on_result is not None:
+                    on_result(recording, run.failed[str(recording.path)])
+                continue
+            run.imported.append(result)
+            if on_result is not None:
+                on_result(result, None)
+    return run

@@ -98,7 +98,8 @@ def repair_dataset(dataset: Dataset, profile: Profile | None = None) -> list[Rep
 def register_folder(dataset: Dataset, folder: Path, profile: Profile | None) -> Repaired:
     """A folder under episodes/ without episode.yaml: an empty one (left by a recording or an import that was
     stopped) is removed; one holding a bag becomes an episode (outcome unknown), its bag left where it is."""
-    from ros_robodata.dataset.importer import check_topics, fill_stats_from_bag
+    from ros_robodata.dataset.episode_stats import fill_stats_from_bag
+    from ros_robodata.dataset.importer import check_topics
 
     result = Repaired(folder.name)
     if not any(folder.iterdir()):

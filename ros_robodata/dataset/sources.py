@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ros_robodata.bag.reader import STORAGE_SUFFIXES
-from ros_robodata.bag.video import VIDEO_SUFFIXES
 from ros_robodata.errors import RobodataError
+from ros_robodata.vocabulary import VIDEO_SUFFIXES
 
 METADATA_FILE = 'metadata.yaml'
 # Files up to this size are hashed whole; larger ones by a fixed sample, so identifying a recording costs the

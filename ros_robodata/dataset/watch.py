@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.dataset.importer import Imported, ImportOptions, import_lock, import_recording
+from ros_robodata.dataset.importer import Imported, ImportOptions, import_recording
 from ros_robodata.dataset.sources import Recording, file_state, find_recordings
+from ros_robodata.dataset.staging import import_lock
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
 

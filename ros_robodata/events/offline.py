@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.bag.reader import BagReader
-from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.event import SegmentResult

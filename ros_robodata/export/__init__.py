@@ -1,8 +1,21 @@
-"""Exporting episodes for other tools: frame sequences (camera images, LiDAR scans, robot state) for labeling."""
+"""Exporting episodes for other tools: frame sequences (camera images, LiDAR scans, robot state) for labeling,
+their manifest, and task files for Label Studio, CVAT and COCO."""
 
-from ros_robodata.export.frames import ExportOptions, ExportResult, export_episode, export_frames, plan_export
-from ros_robodata.export.manifest import validate_manifest
+from ros_robodata.export.frames import (
+    EpisodeExport,
+    ExportOptions,
+    ExportPlan,
+    ExportResult,
+    export_episode,
+    export_frames,
+    export_items,
+    plan_export,
+)
+from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE, refresh_manifest, validate_manifest
 from ros_robodata.export.schedule import ScheduleSpec, select_frames
+from ros_robodata.export.tasks import write_task_files
+from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
 
-__all__ = ['ExportOptions', 'ExportResult', 'ScheduleSpec', 'export_episode', 'export_frames',
-           'plan_export', 'select_frames', 'validate_manifest']
+__all__ = ['FRAMES_FILE', 'MANIFEST_FILE', 'EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult',
+           'ScheduleSpec', 'Taxonomy', 'export_episode', 'export_frames', 'export_items', 'load_taxonomy',
+           'plan_export', 'refresh_manifest', 'select_frames', 'validate_manifest', 'write_task_files']

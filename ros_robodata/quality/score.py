@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.bag.reader import BagReader
-from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
@@ -74,6 +74,16 @@ class EpisodeScore:
     @property
     def findings(self) -> list[Finding]:
         return self.report.findings + self.extra
+
+    @property
+    def score(self) -> float:
+        """In [0, 1], with what the dataset-level steps found (consistency, success, smoothness) counted in."""
+        return score_of(self.findings)[0]
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the score is below 1, worst first."""
+        return score_of(self.findings)[1]
 
     def to_json(self) -> dict[str, Any]:
         data = self.report.to_json()

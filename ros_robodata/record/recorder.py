@@ -22,12 +22,14 @@ from typing import Any
 
 from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import BagWriter, qos_profile
-from ros_robodata.dataset import OUTCOMES, Dataset, Episode
 from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.episode import Episode
 from ros_robodata.errors import RecorderError, RobodataError
 from ros_robodata.record.preroll import PreRoll
 from ros_robodata.record.topic_stats import TopicStats, stamp_range
 from ros_robodata.signals.cdr import starts_with_header
+from ros_robodata.vocabulary import OUTCOMES
 
 _LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)
 _PERIODIC_S = 0.1

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import RecorderError, RobodataError
 from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
 
