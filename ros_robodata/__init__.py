@@ -60,7 +60,7 @@ _EXPORTS = {
     'score': 'ros_robodata.quality.score',
     'ScoreRun': 'ros_robodata.quality.score',
     'export_frames': 'ros_robodata.export.frames',
-    'ExportOptions': 'ros_robodata.export.frames',
+    'ExportOptions': 'ros_robodata.export.plan',
     'ExportResult': 'ros_robodata.export.frames',
     'ScheduleSpec': 'ros_robodata.export.schedule',
     'write_report': 'ros_robodata.report.build',
@@ -141,7 +141,8 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from ros_robodata.errors import BagError, DatasetError, ExportError, ProfileError, RobodataError
     from ros_robodata.events.event import SegmentResult
     from ros_robodata.events.offline import SegmentRun, segment
-    from ros_robodata.export.frames import ExportOptions, ExportResult, export_frames
+    from ros_robodata.export.frames import ExportResult, export_frames
+    from ros_robodata.export.plan import ExportOptions
     from ros_robodata.export.schedule import ScheduleSpec
     from ros_robodata.profile import Profile, load_profile
     from ros_robodata.quality.score import ScoreRun, score

@@ -420,7 +420,7 @@ def test_profile_error_is_a_robodata_error(tmp_path: Path) -> None:
 
 def test_a_float_is_never_taken_for_a_whole_number() -> None:
     # No key is an int yet; this pins the rule for the first one that is.
-    from ros_robodata.profile import _convert, _Invalid
+    from ros_robodata.profile.validate import _convert, _Invalid
 
     assert _convert(int, 3, 'k', None) == 3
     for value in (2.0, True):

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from ros_robodata.cli.main import main
-from ros_robodata.events import EventDetector, GripperReading, SegmenterSettings, WrenchReading
+from ros_robodata.events import EventDetector, SegmenterSettings
 from ros_robodata.events.order import StampOrder
 from ros_robodata.profile import load_profile
+from ros_robodata.signals import GripperReading, WrenchReading
 from ros_robodata.sim import samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.to_bag import write_sim_episode

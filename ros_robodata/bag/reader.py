@@ -5,6 +5,9 @@ chunk by chunk, never whole. A bag directory whose metadata.yaml is missing (a r
 killed) is read from its storage files directly. An MCAP file cut short (no footer, a partial
 last chunk) is scanned record by record up to the damage. Each such detour is written into
 `notes`, so the caller can tell the user what was read and how.
+
+Why one module: the reader, its two kinds of sources (indexed by rosbags, scanned after damage) and the typestore
+built from what the bag embeds are one behaviour for the caller: read what is there, say how.
 """
 
 from __future__ import annotations

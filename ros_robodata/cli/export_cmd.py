@@ -25,15 +25,12 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import ExportOptions, export_frames, plan_export
 from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec
-from ros_robodata.export.tasks import write_task_files
+from ros_robodata.export.tasks import TOOLS, write_task_files
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.paths import config_path
 from ros_robodata.vocabulary import parse_duration
 
 SHOWN_UNMATCHED = 20
-
-
-TOOLS = ('label_studio', 'cvat', 'coco')
 
 
 def add_parser(sub: Any) -> None:

@@ -9,6 +9,10 @@ Signals and what they tell:
 Thresholds are in units of the signal itself: the gripper's stroke (0 closed, 1 open, from the profile) and
 the measured noise floor of each signal. The few fixed constants below are physical plausibility floors, not
 fits to any rig; the profile's segmenter section overrides the derived thresholds.
+
+Why one module: the gripper and the wrench read each other's state at every sample (a contact is confirmed by
+the load, a slip is told from a release by which came first), so the detector is one state machine; the wrist
+load (load.py), noise floors (noise.py) and stamp ordering (order.py) are already their own modules.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ back to back share none. Between episodes messages go to the pre-roll. The write
 every `flush_interval_s`, so a SIGKILL loses at most that much; Ctrl-C/SIGTERM close the episode
 as `interrupted`; a storage error (disk full) closes it as `incomplete` and leaves earlier
 episodes untouched.
+
+Why one module: every transition (start, stop, discard, outcome, a storage failure, a crash of the caller) runs
+on the one writer thread and touches the same episode, bag and statistics; split apart, that ordering guarantee
+would have to be re-established across modules. The pre-roll (preroll.py), per-topic figures (topic_stats.py)
+and the writer process (writer_process.py) are their own modules.
 """
 
 from __future__ import annotations
