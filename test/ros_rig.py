@@ -21,8 +21,11 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = ROOT / 'config' / 'sim_cell.yaml'
+from test.profiles import PROFILE, ROOT
+
+__all__ = ['PROFILE', 'ROOT', 'Client', 'client', 'new_domain', 'rig_published', 'ros_env', 'start_recorder',
+           'start_rig', 'stop_process']
+
 
 
 def ros_env(domain: int) -> dict[str, str]:

@@ -261,15 +261,21 @@ def test_a_sqlite3_bag_made_without_rosbags_is_read(tmp_path):
 
 
 def test_messages_with_stray_trailing_bytes_from_rclpy_serialize_are_read(tmp_path):
-    from geometry_msgs.msg import WrenchStamped
-    from rclpy.serialization import serialize_message
+    """Bags written from rclpy.serialization.serialize_message() (a common rosbag2_py pattern) carry bytes after
+    the message; the CDR before them is what rosbags writes, so it is built here without rclpy."""
+    from ros_robodata.bag.types import typestore
 
+    store = typestore()
+    types = store.types
     payloads = []
     for i in range(4):
-        msg = WrenchStamped()
-        msg.header.frame_id = 'ft'
-        msg.wrench.force.x = float(i)
-        payloads.append(bytes(serialize_message(msg)) + b'\x00\x17\x2a\x99\x05')  # what such bags carry
+        msg = types['geometry_msgs/msg/WrenchStamped'](
+            header=types['std_msgs/msg/Header'](stamp=types['builtin_interfaces/msg/Time'](sec=0, nanosec=0),
+                                                frame_id='ft'),
+            wrench=types['geometry_msgs/msg/Wrench'](force=types['geometry_msgs/msg/Vector3'](float(i), 0.0, 0.0),
+                                                     torque=types['geometry_msgs/msg/Vector3'](0.0, 0.0, 0.0)))
+        cdr = bytes(store.serialize_cdr(msg, 'geometry_msgs/msg/WrenchStamped'))
+        payloads.append(cdr + b'\x00\x17\x2a\x99\x05')  # what such bags carry
     _sqlite3_bag_by_hand(tmp_path / 'bag', payloads)
     with BagReader(tmp_path / 'bag') as bag:
         assert [w.wrench.force.x for _, w in bag.read()] == [0.0, 1.0, 2.0, 3.0]

@@ -17,7 +17,7 @@ from ros_robodata.quality.score import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.to_bag import write_sim_episode
-from test.ros_rig import PROFILE
+from test.profiles import PROFILE
 
 MS = 1_000_000
 START = 1_700_000_000_000_000_000

@@ -20,7 +20,7 @@ from ros_robodata.profile import load_profile
 from ros_robodata.report.signals import Envelope
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.to_bag import write_sim_episode
-from test.ros_rig import PROFILE
+from test.profiles import PROFILE
 
 CLEAN, BLURRED = '20260101-120000', '20260101-120100'
 HOSTILE_TASK = '<script>alert(1)</script>'

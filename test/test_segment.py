@@ -19,7 +19,7 @@ from ros_robodata.signals import GripperReading, WrenchReading
 from ros_robodata.sim import samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.to_bag import write_sim_episode
-from test.ros_rig import PROFILE
+from test.profiles import PROFILE
 
 TOLERANCE_S = 0.05
 TRUTH_OF = {'grasp_start': 'closing', 'contact': 'contact_begin', 'grasp': 'secured', 'lift': 'lift_off',

@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         name = target.dataset.name if target.dataset is not None else str(target.path)
         _show_dataset(name, run.scores, run.summary)
+    for episode_id, notes in run.notes.items():
+        for note in notes:
+            stderr.print(f'robodata score: {episode_id}: note: {note}', markup=False)
     for episode_id, reason in run.failed.items():
         stderr.print(f'robodata score: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if run.failed else EXIT_OK

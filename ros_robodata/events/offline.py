@@ -3,6 +3,7 @@ dataset gets its events.json, a bag on its own is only read."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,24 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
         result = segmenter.result(reader.start_ns, reader.end_ns)
         result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})
         return result
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The events of an events.json, each with a kind and an integer t_ns; RobodataError naming the file and what is
+    wrong when it is not what `robodata segment` writes."""
+    hint = 'run `robodata segment` on the episode to write it again'
+    try:
+        doc = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise RobodataError(f'{path}: unreadable ({" ".join(str(err).split())}): {hint}') from None
+    events = doc.get('events') if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise RobodataError(f'{path}: no list of events in it: {hint}')
+    for n, event in enumerate(events):
+        if not isinstance(event, dict) or not isinstance(event.get('kind'), str) or \
+                not isinstance(event.get('t_ns'), int) or isinstance(event.get('t_ns'), bool):
+            raise RobodataError(f'{path}: event {n} is not a mapping with a kind and an integer t_ns: {hint}')
+    return events
 
 
 def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -98,8 +97,9 @@ class EpisodeScore:
 def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool]
                ) -> tuple[str, BagScore | str, list[dict] | None]:
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
-    pass (and gets its events.json); a bag on its own (no folder) is segmented in memory."""
-    from ros_robodata.events.offline import EVENTS_FILE, write_events
+    pass (and gets its events.json); a bag on its own (no folder) is segmented in memory. An events.json that
+    cannot be read is said in the bag's notes (with its path), and the success criteria are not judged."""
+    from ros_robodata.events.offline import EVENTS_FILE, read_events, write_events
 
     name, bag, folder, outcome, profile, images = args
     events_path = Path(folder) / EVENTS_FILE if folder is not None else None
@@ -109,15 +109,18 @@ def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool]
     except RobodataError as err:
         return name, ' '.join(str(err).split()), None
     events = None
-    try:
-        if scored.segments is not None:
-            if events_path is not None:
+    if scored.segments is not None:
+        if events_path is not None:
+            try:
                 write_events(events_path, scored.segments, {'episode_id': name})
-            events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
-        elif events_path is not None and has_events:
-            events = json.loads(events_path.read_text(encoding='utf-8')).get('events')
-    except (RobodataError, ValueError, OSError):
-        events = None
+            except OSError as err:
+                scored.notes.append(f'{events_path}: cannot write: {err.strerror or err}')
+        events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
+    elif events_path is not None and has_events:
+        try:
+            events = read_events(events_path)
+        except RobodataError as err:
+            scored.notes.append(f'{" ".join(str(err).split())}; success criteria not judged')
     return name, scored, events
 
 
@@ -132,6 +135,7 @@ class ScoreRun:
     summary: dict[str, Any]
     events: dict[str, list[dict] | None] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    notes: dict[str, list[str]] = field(default_factory=dict)  # per name: how its bag was read, sidecars unread
 
 
 def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images: bool = True,
@@ -146,6 +150,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     by_name = {item.name: item for item in items}
     scores: dict[str, EpisodeScore] = {}
     failures: dict[str, str] = {}
+    notes: dict[str, list[str]] = {}
     events: dict[str, list[dict] | None] = {}
     openings: dict[str, float | None] = {}
     if workers > 1 and len(jobs) > 1:
@@ -163,6 +168,8 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
         scores[name] = EpisodeScore(name, item.task, item.outcome or 'unknown', scored.report)
         events[name] = item_events
         openings[name] = scored.gripper_opening_at_end
+        if scored.notes:
+            notes[name] = list(scored.notes)
 
     _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
     trajectories = {}
@@ -191,7 +198,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
                'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
                if scores else None,
                'checks': _check_counts(scores.values()), 'skipped': skipped_checks(profile)}
-    return ScoreRun(scores, failures, summary, events, skipped_checks(profile))
+    return ScoreRun(scores, failures, summary, events, skipped_checks(profile), notes)
 
 
 def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
