@@ -43,9 +43,17 @@ def write_json(path: Path, data: Any, *, indent: int = 1, durable: bool = False)
     return write_atomic(path, json.dumps(data, indent=indent) + '\n', durable=durable)
 
 
-def read_yaml(path: Path) -> Any:
-    """A YAML file with the safe loader (libyaml's where available: catalog rebuilds read thousands of files)."""
-    return yaml.load(path.read_text(encoding='utf-8'), Loader=_LOADER)
+def read_yaml(path: Path, error: type[RobodataError] = RobodataError) -> Any:
+    """A YAML file with the safe loader (libyaml's where available: catalog rebuilds read thousands of files).
+    Anything that keeps it from being read (missing, not UTF-8, not YAML) is one `error` line naming the file."""
+    try:
+        return yaml.load(path.read_text(encoding='utf-8'), Loader=_LOADER)
+    except FileNotFoundError:
+        raise error(f'{path}: missing') from None
+    except UnicodeDecodeError as err:
+        raise error(f'{path}: unreadable: not UTF-8 text (bad byte at offset {err.start})') from None
+    except (OSError, yaml.YAMLError) as err:
+        raise error(f'{path}: unreadable: {" ".join(str(err).split())}') from None
 
 
 def write_yaml(path: Path, data: Any, *, durable: bool = False) -> bool:

@@ -261,16 +261,9 @@ def _storage_files(path: Path) -> list[Path]:
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:
-    import yaml
-
     from ros_robodata.files import read_yaml
 
-    try:
-        data = read_yaml(path)
-    except UnicodeDecodeError as err:
-        raise BagError(f'{path}: unreadable metadata.yaml: not UTF-8 text (bad byte at offset {err.start})') from None
-    except (OSError, yaml.YAMLError) as err:
-        raise BagError(f'{path}: unreadable metadata.yaml: {" ".join(str(err).split())}') from None
+    data = read_yaml(path, BagError)
     if not isinstance(data, dict) or not isinstance(data.get('rosbag2_bagfile_information'), dict):
         raise BagError(f'{path}: not rosbag2 metadata (no rosbag2_bagfile_information)')
     return data

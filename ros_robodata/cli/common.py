@@ -12,9 +12,9 @@ from ros_robodata.console import human_bytes, progress, stderr, stdout
 from ros_robodata.dataset.targets import Filters, Item, Target, need, profile_for, resolve, select
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, parse_since
 
-__all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'Filters', 'Item', 'Target', 'add_filters', 'add_json',
-           'add_target', 'filters_from', 'human_bytes', 'need', 'print_json', 'profile_for', 'progress', 'resolve',
-           'select', 'stderr', 'stdout']
+__all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'Filters', 'Item', 'Target', 'add_analysis_arguments',
+           'add_filters', 'add_json', 'add_target', 'filters_from', 'human_bytes', 'need', 'print_json', 'profile_for',
+           'progress', 'resolve', 'select', 'stderr', 'stdout']
 
 # Exit status of every command: 0 done; 1 bad input or an error (nothing, or nothing more, was done); 2 the
 # command line itself is wrong (argparse); 3 finished, but some episodes or sources failed (each said on stderr).
@@ -30,6 +30,15 @@ def print_json(data: Any) -> None:
 def add_target(p: argparse.ArgumentParser, what: str = TARGETS, metavar: str = 'TARGET') -> None:
     """The one positional argument of a command that works on a dataset, an episode or bags: always `target`."""
     p.add_argument('target', metavar=metavar, help=what)
+
+
+def add_analysis_arguments(p: argparse.ArgumentParser, what: str = TARGETS) -> None:
+    """What every analysis (segment, score, report, export frames) takes: TARGET, --profile, the episode filters
+    and --json."""
+    add_target(p, what)
+    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
+    add_filters(p)
+    add_json(p)
 
 
 def add_json(p: argparse.ArgumentParser) -> None:

@@ -10,9 +10,7 @@ from typing import Any
 from ros_robodata.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
-    add_filters,
-    add_json,
-    add_target,
+    add_analysis_arguments,
     filters_from,
     print_json,
     progress,
@@ -44,7 +42,7 @@ def add_parser(sub: Any) -> None:
                     f'tolerance, and write images/PCDs, a per-episode {FRAMES_FILE} and DIR/{MANIFEST_FILE}. '
                     'Re-running into the same folder skips episodes already exported; an interrupted export '
                     'resumes.')
-    add_target(f)
+    add_analysis_arguments(f)
     f.add_argument('--out', required=True, help='output folder (created if absent)')
     f.add_argument('--every', help='one frame per time step, e.g. 0.5s or 500ms (default: every frame)')
     f.add_argument('--every-n', help='every Nth frame of the reference camera')
@@ -60,13 +58,10 @@ def add_parser(sub: Any) -> None:
     f.add_argument('--format', default='jpg', help='image format: jpg (default) or png; 16-bit mono is always png')
     f.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     f.add_argument('--workers', type=int, default=1, help='episodes exported in parallel (default 1)')
-    f.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     f.add_argument('--tasks', default=','.join(TOOLS),
                    help=f'task files for labeling tools: any of {",".join(TOOLS)}, or none (default: all)')
     f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
     f.add_argument('--no-video', action='store_true', help='no per-episode MP4 for the timeline tasks')
-    add_filters(f)
-    add_json(f)
     f.set_defaults(func=run)
     live = kinds.add_parser(
         'live', help='run the frame_exporter node: frames written during each episode of a running session',

@@ -8,9 +8,7 @@ from typing import Any
 from ros_robodata.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
-    add_filters,
-    add_json,
-    add_target,
+    add_analysis_arguments,
     filters_from,
     human_bytes,
     print_json,
@@ -32,15 +30,13 @@ def add_parser(sub: Any) -> None:
                     'flagged moments. Figures and frames are embedded: the file opens offline. Bags on their own '
                     '(a bag or a folder of bags, with --profile) are scored in memory first; nothing is written '
                     'beside them.')
-    add_target(p, 'a scored dataset, an episode folder (its dataset is reported), a bag, or a folder of bags')
+    add_analysis_arguments(p, 'a scored dataset, an episode folder (its dataset is reported), a bag, or a folder of '
+                              'bags')
     p.add_argument('--out', help=f'the .html file to write (default: DATASET/{REPORT_FILE}; for bags, '
                                  f'./<name>_{REPORT_FILE} in the current folder)')
     p.add_argument('--episodes', type=int, metavar='N',
                    help='detailed sections (timeline, frames) for the N worst-scoring episodes only (default all)')
-    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     p.add_argument('--workers', type=int, default=1, help='bags scored in parallel (bags only; default 1)')
-    add_filters(p)
-    add_json(p)
     p.set_defaults(func=run)
 
 

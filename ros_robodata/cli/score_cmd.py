@@ -11,9 +11,7 @@ from rich.table import Table
 from ros_robodata.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
-    add_filters,
-    add_json,
-    add_target,
+    add_analysis_arguments,
     filters_from,
     print_json,
     progress,
@@ -33,13 +31,10 @@ def add_parser(sub: Any) -> None:
                     f'operator\'s label. Writes {QUALITY_FILE} into each episode, the scores into the catalog and '
                     f'{SUMMARY_FILE} into the dataset. Bags on their own (a bag or a folder of bags, with --profile) '
                     'are checked, compared with each other and printed; nothing is written.')
-    add_target(p)
-    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
+    add_analysis_arguments(p)
     p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
     p.add_argument('--no-images', action='store_true',
                    help='skip the camera checks (they decode frames: 10 a second and camera)')
-    add_filters(p)
-    add_json(p)
     p.set_defaults(func=run)
 
 

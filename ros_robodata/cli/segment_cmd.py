@@ -11,9 +11,7 @@ from rich.table import Table
 from ros_robodata.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
-    add_filters,
-    add_json,
-    add_target,
+    add_analysis_arguments,
     filters_from,
     print_json,
     progress,
@@ -33,12 +31,9 @@ def add_parser(sub: Any) -> None:
         description='Find grasp_start, contact, grasp, lift, release, contact_lost and grasp_failed events from '
                     f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode; '
                     'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written.')
-    add_target(p)
-    p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
+    add_analysis_arguments(p)
     p.add_argument('--no-wrench', action='store_true', help='ignore the wrench topic (gripper only)')
     p.add_argument('--no-gripper', action='store_true', help='ignore the gripper topic (wrench only)')
-    add_filters(p)
-    add_json(p)
     p.set_defaults(func=run)
 
 

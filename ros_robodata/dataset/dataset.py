@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ros_robodata import __version__
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
@@ -103,12 +101,7 @@ class Dataset:
         file = root / DATASET_FILE
         if not file.is_file():
             raise DatasetError(f'{root}: not a dataset (no {DATASET_FILE})')
-        try:
-            info = read_yaml(file)
-        except UnicodeDecodeError as err:
-            raise DatasetError(f'{file}: unreadable: not UTF-8 text (bad byte at offset {err.start})') from None
-        except (OSError, yaml.YAMLError) as err:
-            raise DatasetError(f'{file}: unreadable: {" ".join(str(err).split())}') from None
+        info = read_yaml(file, DatasetError)
         if not isinstance(info, dict) or 'schema_version' not in info:
             raise DatasetError(f'{file}: not a ros_robodata dataset description (no schema_version)')
         try:

@@ -11,8 +11,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ros_robodata.errors import DatasetError
 from ros_robodata.files import read_yaml, write_yaml
 from ros_robodata.vocabulary import MODES, OUTCOMES, STATUSES, check_choice
@@ -83,15 +81,9 @@ class Episode:
 
 
 def read_episode(path: Path) -> Episode:
-    try:
-        data = read_yaml(path)
-    except FileNotFoundError:
-        raise DatasetError(f'{path}: missing (not an episode folder?)') from None
-    except UnicodeDecodeError as err:
-        raise DatasetError(f'{path}: unreadable: not UTF-8 text (bad byte at offset {err.start})') from None
-    except (OSError, yaml.YAMLError) as err:
-        raise DatasetError(f'{path}: unreadable: {" ".join(str(err).split())}') from None
-    return Episode.from_dict(data, str(path))
+    if not path.exists():
+        raise DatasetError(f'{path}: missing (not an episode folder?)')
+    return Episode.from_dict(read_yaml(path, DatasetError), str(path))
 
 
 def write_episode(path: Path, episode: Episode) -> None:
