@@ -125,7 +125,7 @@ def test_outcome_after_stop_labels_the_last_episode(screen):
 def test_discard_and_refusals_are_shown(screen):
     assert screen.press('d') == Request('discard')
     screen.on_reply('discard', False, 'nothing to discard: no episode recorded yet')
-    assert '> discard failed: nothing to discard: no episode recorded yet' in text(screen)
+    assert '> not discarded: nothing to discard: no episode recorded yet' in text(screen)
     screen.on_event('start', 'ep-2')
     assert screen.press('d') == Request('discard')
     screen.on_reply('discard', True, 'ep-2 discarded')
@@ -250,6 +250,52 @@ def test_the_monitors_summary_is_one_line_under_the_episode(screen, clock):
     assert not any(line.startswith('!') and 'summary' in line for line in lines)
     clock.t += QUALITY_HOLD_S + 0.1  # a monitor that stopped talking is not shown as if it were current
     assert 'quality:' not in text(screen)
+
+
+def test_one_silent_topic_is_one_line_whoever_reports_it_and_goes_when_it_comes_back(screen, clock):
+    """The recorder's per-topic diagnostics and the quality monitor both judge silence: the operator sees one line."""
+    screen.on_event('start', 'ep-13')
+    screen.on_diagnostics(recording_diag('ep-13', 3, ('/camera/scene/image_raw', ERROR, 'silent for 1.4 s')))
+    screen.on_quality('timing.silent', '/camera/scene/image_raw', ERROR, '/camera/scene/image_raw silent for 1.6 s')
+    screen.on_quality('summary', '', ERROR, 'quality: 1 error(s): /camera/scene/image_raw silent for 1.6 s')
+    warnings = [line for line in screen.render() if line.startswith('!')]
+    assert len(warnings) == 1 and 'silent for 1.6 s' in warnings[0]
+    clock.t += 1
+    screen.on_diagnostics(recording_diag('ep-13', 4, ('/camera/scene/image_raw', OK, '12 received')))
+    assert not [line for line in screen.render() if line.startswith('!')]
+    screen.on_quality('summary', '', OK, 'quality OK')  # the monitor agrees at its next update
+    assert not [line for line in screen.render() if line.startswith('!')]
+
+
+def test_a_quality_problem_the_monitor_stops_reporting_clears_at_its_next_summary(screen, clock):
+    screen.on_event('start', 'ep-14')
+    screen.on_quality('image.blur', '/camera/wrist/image_raw', WARN, 'blur on /camera/wrist/image_raw')
+    screen.on_quality('motion.jerk', '/joint_states', WARN, 'jerk on /joint_states')
+    screen.on_quality('summary', '', WARN, 'quality: 2 warning(s): blur on /camera/wrist/image_raw')
+    assert 'blur' in text(screen) and 'jerk' in text(screen)
+    clock.t += 1
+    screen.on_quality('motion.jerk', '/joint_states', WARN, 'jerk on /joint_states')
+    screen.on_quality('summary', '', WARN, 'quality: 1 warning(s): jerk on /joint_states')
+    warnings = [line for line in screen.render() if line.startswith('!')]
+    assert warnings == ['! WARN  quality motion.jerk: jerk on /joint_states']  # not 10 s of a cleared blur
+
+
+def test_refusals_cannot_be_read_as_an_outcome_and_a_press_in_a_burst_stays_visible(screen):
+    assert screen.press('f') == Request('outcome', 'failure')
+    screen.on_reply('outcome', False, 'no episode recorded yet to take an outcome', '', 'failure')
+    assert '> outcome failure not set: no episode recorded yet to take an outcome' in text(screen)
+    assert 'failed' not in text(screen)
+    assert screen.press(' ') == Request('start')
+    assert screen.press(' ') is None  # the second press of a double press, in the same burst
+    screen.on_reply('start', True, '', 'ep-15')
+    shown = text(screen)
+    assert '> still waiting for the recorder to answer start: toggle ignored' in shown
+    assert '> started ep-15' in shown
+    assert screen.press(' ') == Request('stop')
+    screen.on_reply('stop', False, 'episode ep-15 started 0.05 s ago: not stopped (an episode shorter than 1 s is '
+                    'a double press); stop it again in a moment, or discard it')
+    assert '> not stopped: episode ep-15 started 0.05 s ago' in text(screen)
+    assert 'REC  ep-15' in text(screen)
 
 
 def test_many_warnings_are_summarised(screen):

@@ -34,6 +34,8 @@ def cdr_header_msg(stamp_ns: int, seq: int) -> bytes:
 
 
 def recorder(tmp_path, clock=None, **overrides) -> EpisodeRecorder:
+    """A recorder whose episodes may be as short as a test needs (the double-press guard has its own test)."""
+    overrides.setdefault('min_episode_s', 0.0)
     dataset = Dataset.create(tmp_path / 'ds', profile=PROFILE)
     settings = RecorderSettings.from_profile(PROFILE, task='pick', operator='ana', **overrides)
     rec = EpisodeRecorder(dataset, settings, clock_ns=clock or time.time_ns)
@@ -189,6 +191,24 @@ def test_max_episode_duration_auto_stops_with_a_warning(tmp_path):
     assert any('auto-stopped after max_episode_s=0.3' in w for w in warnings)
 
 
+def test_a_stop_right_after_start_is_a_double_press_and_is_refused(tmp_path):
+    rec = recorder(tmp_path, min_episode_s=0.5)
+    try:
+        episode = rec.start()
+        with pytest.raises(RecorderError, match=r'double press.*stop it again in a moment, or discard it'):
+            rec.stop()
+        assert rec.recording is not None and rec.recording.id == episode.id   # still recording
+        time.sleep(0.6)
+        stopped = rec.stop()
+        assert stopped.id == episode.id
+        second = rec.start()
+        rec.discard()                                     # discarding a fresh episode is never refused
+    finally:
+        rec.close()
+    assert rec.dataset.episode(episode.id).status == 'complete'
+    assert rec.dataset.episode(second.id).status == 'discarded'
+
+
 def test_loss_is_counted_from_header_stamp_gaps(tmp_path):
     rec = recorder(tmp_path, pre_roll_s=0.0)
     try:
@@ -232,7 +252,7 @@ profile = load_profile('config/sim_cell.yaml')
 dataset = Dataset.create(sys.argv[1], profile=profile)
 warnings = []
 rec = EpisodeRecorder(dataset, RecorderSettings.from_profile(profile, compression='none', flush_interval_s=0.1,
-                                                                       pre_roll_s=0.0),
+                                                                       pre_roll_s=0.0, min_episode_s=0.0),
                       on_warning=warnings.append)
 rec.add_topic('/camera/wrist/image_raw', 'sensor_msgs/msg/Image')
 blob = b'\x00\x01\x00\x00' + bytes(200_000)

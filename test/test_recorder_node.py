@@ -164,7 +164,7 @@ def test_robodata_record_runs_the_same_node_and_keeps_text_parameters_text(tmp_p
     domain = new_domain()
     recorder = subprocess.Popen(
         [sys.executable, '-m', 'ros_robodata.cli.main', 'record', '--profile', str(PROFILE), '--dataset',
-         str(tmp_path / 'ds'), '--task', '007', '--operator', 'ana', '--mode', 'kinesthetic'],
+         str(tmp_path / 'ds'), '--task', '007', '--operator', 'ana', '--mode', 'kinesthetic', '--min-episode-s', '0'],
         env=ros_env(domain), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         with client(domain) as c:

@@ -26,13 +26,17 @@ def add_recording_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument('--operator', default=None, help='operator of new episodes (default: login name)')
     p.add_argument('--mode', choices=['teleop', 'kinesthetic'], default='teleop', help='demonstration mode')
     p.add_argument('--delete-discarded', action='store_true', help='delete discarded episodes instead of keeping them')
+    p.add_argument('--min-episode-s', type=float, default=None, metavar='S',
+                   help="shortest episode a stop accepts; a quicker stop is taken for a double press and refused "
+                        "(default: the profile's recording.min_episode_s, 1 s unless set)")
     p.add_argument('--use-sim-time', action='store_true', help='stamp receive times with /clock')
 
 
 def recording_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """The recorder's parameters from the options record and session share."""
     return {'profile': args.profile, 'dataset': args.dataset, 'task': args.task, 'operator': args.operator,
-            'mode': args.mode, 'delete_discarded': args.delete_discarded, 'use_sim_time': args.use_sim_time}
+            'mode': args.mode, 'delete_discarded': args.delete_discarded, 'use_sim_time': args.use_sim_time,
+            'min_episode_s': args.min_episode_s}
 
 
 def run(args: argparse.Namespace) -> int:

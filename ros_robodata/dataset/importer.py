@@ -357,10 +357,10 @@ def dataset_for_import(path: str | os.PathLike[str], profile: Profile | None = N
     if not dataset.has_profile:
         dataset.set_profile(profile)
         return dataset, profile, False
-    own = dataset.info['robot_profile']
-    if own.get('sha256') != profile.sha256:
-        raise RobodataError(f'{dataset.root}: was made with another robot profile ({own.get("source")}); import '
-                            'without --profile to use its own, or into a new dataset')
+    if dataset.profile.sha256 != profile.sha256:
+        raise RobodataError(f'{dataset.root}: was made with another robot profile '
+                            f'({dataset.info["robot_profile"].get("source")}); import without --profile to use its '
+                            'own, or into a new dataset')
     return dataset, profile, False
 
 

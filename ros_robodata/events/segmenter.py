@@ -46,11 +46,6 @@ class Segmenter:
         self._order = StampOrder(sorted(set(self.topics.values())))
 
     @property
-    def wrench_frame(self) -> str:
-        """The wrench sensor's frame as its messages name it ('' before the first one)."""
-        return self.detector._w_frame
-
-    @property
     def sources(self) -> tuple[str, ...]:
         return tuple(sorted(set(self.topics.values())))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -9,9 +10,11 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 
 from ros_robodata.errors import RobodataError
 
@@ -119,6 +122,48 @@ def run_node(
     )
 
 
+class StopRequest:
+    """Ctrl-C and SIGTERM ask the spin loop to stop, between callbacks: a signal never lands inside one as an
+    exception (rclpy's own handler would also take the context away before the episode is closed). A second
+    signal while stopping raises KeyboardInterrupt, for a shutdown that hangs."""
+
+    def __init__(self) -> None:
+        self.reason = ''
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.reason:
+            raise KeyboardInterrupt
+        self.reason = 'interrupted' if signum == signal.SIGINT else 'terminated'
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def quiesce(node: Node) -> None:
+    """No more callbacks: the node's subscriptions, timers and services go before anything is closed."""
+    for subscription in list(node.subscriptions):
+        node.destroy_subscription(subscription)
+    for timer in list(node.timers):
+        node.destroy_timer(timer)
+    for service in list(node.services):
+        node.destroy_service(service)
+
+
+def deliver(node: Node, timeout_s: float = 1.0) -> None:
+    """Wait (at most `timeout_s`) until every reliable subscriber has what the node published last (the final
+    STOP, the last statuses), since they go with the process."""
+    deadline = time.monotonic() + timeout_s
+    for publisher in list(node.publishers):
+        if publisher.qos_profile.reliability != ReliabilityPolicy.RELIABLE:
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        publisher.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9)))
+
+
 def run_nodes(
     makers: Sequence[Callable[[], Node]],
     args: list[str] | None = None,
@@ -126,8 +171,14 @@ def run_nodes(
     on_shutdown: Callable[[list[Node], str], None] | None = None,
     after_start: Callable[[list[Node]], None] | None = None,
 ) -> int:
-    """Several nodes in one process and one executor (what `robodata session` runs), like run_node."""
-    rclpy.init(args=args)
+    """Several nodes in one process and one executor (what `robodata session` runs), until Ctrl-C or SIGTERM.
+
+    Shutdown, in order: callbacks stop (subscriptions, timers, services destroyed), `on_shutdown` closes what is
+    open (a running episode becomes `interrupted` and its STOP is published), reliable publishers deliver what
+    they sent, then the nodes and the context go. Exit status 0 for a stop asked by Ctrl-C or SIGTERM, 1 for a
+    node that could not start (one line: what and why)."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()
     nodes: list[Node] = []
     reason = 'interrupted'
     try:
@@ -140,19 +191,25 @@ def run_nodes(
             after_start(nodes)
         # EventsExecutor.spin() (rclpy 7.1) never serves service requests from other processes;
         # a spin_once loop does, at the same message throughput.
-        while rclpy.ok():
+        while not stop.reason and rclpy.ok():
             executor.spin_once(timeout_sec=0.2)
+        reason = stop.reason or 'shut down'
     except (KeyboardInterrupt, ExternalShutdownException):
-        reason = 'interrupted'
+        reason = stop.reason or 'interrupted'
     except RobodataError as err:
         name = nodes[-1].get_name() if len(nodes) == len(makers) else 'robodata'
         print(f'{name}: error: {" ".join(str(err).split())}', file=sys.stderr)
         return 1
     finally:
+        for node in nodes:
+            quiesce(node)
         if nodes and on_shutdown is not None:
             on_shutdown(nodes, reason)
+        for node in nodes:
+            deliver(node)
         for node in nodes:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        stop.restore()
     return 0

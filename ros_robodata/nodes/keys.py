@@ -127,7 +127,8 @@ class KeysNode(Node):
             if service in ('stop', 'discard'):
                 self.screen.on_reply(service, response.success, response.message)
             else:
-                self.screen.on_reply(service, response.success, response.message, response.episode_id)
+                self.screen.on_reply(service, response.success, response.message, response.episode_id,
+                                     call.request.outcome)
 
     # -- keyboard side (main thread) --------------------------------------------------------------
 

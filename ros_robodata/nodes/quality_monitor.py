@@ -46,10 +46,13 @@ class QualityMonitorNode(Node):
         image_rate = declare(self, 'image_rate_hz', 10.0,
                              'Frames per second and camera the image checks look at (at most; fewer when behind)')
         self._image_period_ns = int(1e9 / image_rate) if image_rate > 0 else 0
-        self._panel_frame = declare(self, 'panel_frame', 'world', 'Frame of the RViz text panel')
+        panel_frame = declare(self, 'panel_frame', '', "Frame of the RViz text panel (empty: the profile's "
+                                                           'robot.base_frame)')
+        self._period_s = period
         if not profile_path:
             raise RobodataError('parameter `profile` is required')
         self.profile = load_profile(profile_path)
+        self._panel_frame = panel_frame or self.profile.robot.base_frame
         self.live = LiveQuality(self.profile, images=images)
         self._clock_ns = clock_of(self)
         self._status_pub = self.create_publisher(QualityStatus, QUALITY_TOPIC, 50)
@@ -73,6 +76,7 @@ class QualityMonitorNode(Node):
             self.get_logger().warning(f'cannot watch {topic}: {spec.type} is not installed here')
             return
         self.create_subscription(msgclass, topic, self._receiver(topic, msgclass), qos, raw=True)
+        self.live.watch(topic, self._clock_ns())
 
     def _receiver(self, topic: str, msgclass: Any) -> Any:
         live, clock = self.live, self._clock_ns
@@ -135,7 +139,9 @@ class QualityMonitorNode(Node):
                         KeyValue(key='frames_skipped', value=str(self.live.frames_skipped))]))
         self._diagnostics.publish(array)
         panel = Marker(ns='robodata_quality', id=0, type=Marker.TEXT_VIEW_FACING, action=Marker.ADD,
-                       text='\n'.join(s.message for s in [statuses[-1], *statuses[:-1]][:6]))
+                       text=panel_text(statuses))
+        # Gone from RViz three periods after the last update: a dead monitor's verdict must not linger.
+        panel.lifetime.sec, panel.lifetime.nanosec = divmod(int(3 * self._period_s * 1e9), 1_000_000_000)
         panel.header.frame_id = self._panel_frame
         panel.header.stamp = array.header.stamp
         panel.pose.position.z = 1.2
@@ -149,6 +155,20 @@ class QualityMonitorNode(Node):
     def destroy_node(self) -> None:
         self._running = False
         super().destroy_node()
+
+
+def panel_text(statuses: list[Status]) -> str:
+    """The RViz panel: a headline with the counts, then each live problem once (at most five)."""
+    problems = statuses[:-1]
+    if not problems:
+        return 'quality OK'
+    errors = sum(1 for s in problems if s.level == 2)
+    warnings = len(problems) - errors
+    head = ', '.join(f'{n} {w}' for n, w in ((errors, 'error(s)'), (warnings, 'warning(s)')) if n)
+    lines = [f'quality: {head}', *(s.message for s in problems[:5])]
+    if len(problems) > 5:
+        lines.append(f'... and {len(problems) - 5} more')
+    return '\n'.join(lines)
 
 
 def main(args: list[str] | None = None) -> int:

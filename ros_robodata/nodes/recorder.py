@@ -25,6 +25,7 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
+from ros_robodata.quality.timing import silence
 from ros_robodata.record.recorder import RecorderSettings, Transition
 from ros_robodata.record.writer_process import RecorderProcess
 from ros_robodata.srv import SetOutcome, StartEpisode
@@ -51,6 +52,9 @@ class RecorderNode(Node):
         mode = declare(self, 'mode', 'teleop', 'Default demonstration mode: teleop | kinesthetic', read_only=False)
         delete_discarded = declare(self, 'delete_discarded', False,
                                    'Delete a discarded episode from disk instead of keeping it marked discarded')
+        min_episode = declare(self, 'min_episode_s', -1.0,
+                              "Shortest episode a stop accepts (a quicker second press is a double press and is "
+                              "refused); negative: the profile's recording.min_episode_s")
         self._discovery_period = declare(self, 'discovery_period_s', 0.5,
                                          'How often to look for publishers of topics not yet subscribed')
         diagnostics_period = declare(self, 'diagnostics_period_s', 1.0, 'Period of /diagnostics updates')
@@ -58,8 +62,9 @@ class RecorderNode(Node):
             raise RobodataError('parameters `profile` and `dataset` are required')
         self.profile = load_profile(profile_path)
         dataset = Dataset.open_or_create(dataset_path, profile=self.profile)
+        overrides = {'min_episode_s': float(min_episode)} if min_episode >= 0 else {}
         settings = RecorderSettings.from_profile(self.profile, task=task, operator=operator, mode=mode,
-                                                 delete_discarded=delete_discarded)
+                                                 delete_discarded=delete_discarded, **overrides)
         self._clock_ns = clock_of(self)
         self.recorder = RecorderProcess(dataset.root, settings, clock_ns=self._clock_ns,
                                         on_transition=self._publish_transition, on_warning=self._warn)
@@ -69,6 +74,10 @@ class RecorderNode(Node):
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._recorded: dict[str, Any] = {}
         self._unrecordable: list[str] = []
+        # Receive times as the intake sees them (not the writer's view, which lags by up to a status period):
+        # what silence is judged on, with the rule the quality monitor applies too.
+        self._last_receive: dict[str, int] = {}
+        self._subscribed_at: dict[str, int] = {}
         self._discovery = TopicDiscovery(self, {spec.topic: spec for _, spec in self.profile.all_topics()},
                                          self._subscribe, self._discovery_period)
         self.create_service(StartEpisode, '~/start_episode', self._on_start)
@@ -98,15 +107,18 @@ class RecorderNode(Node):
         # No message_lost event handler: under load the EventsExecutor (rclpy 7.1) kept servicing
         # it and starved the subscriptions for seconds. Loss is judged from header stamps instead.
         self._recorded[topic] = self.create_subscription(msgclass, topic, self._receiver(topic), qos, raw=True)
+        self._subscribed_at[topic] = self._clock_ns()
         durable = qos.durability == DurabilityPolicy.TRANSIENT_LOCAL
         self.get_logger().info(f'subscribed {topic} ({spec.type}, {"reliable" if reliable else "best effort"}'
                                f'{", transient local" if durable else ""})')
 
     def _receiver(self, topic: str) -> Any:
-        on_message, clock = self.recorder.on_message, self._clock_ns
+        on_message, clock, last = self.recorder.on_message, self._clock_ns, self._last_receive
 
         def receive(data: bytes) -> None:
-            on_message(topic, data, clock())
+            now = clock()
+            last[topic] = now
+            on_message(topic, data, now)
 
         return receive
 
@@ -182,10 +194,12 @@ class RecorderNode(Node):
             return
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
+        now = self._clock_ns()
         head = DiagnosticStatus(name='robodata recorder', hardware_id=self.profile.robot.name)
         head.level, head.message = DiagnosticStatus.OK, 'idle'
-        if status['episode_id']:
-            head.message = f'recording {status["episode_id"]} ({status["elapsed_s"]:.0f} s)'
+        if status['episode_id']:  # the duration on the live clock: the writer's snapshot is up to a second old
+            elapsed = (now - status['marked_start_ns']) / 1e9 if status.get('marked_start_ns') else 0.0
+            head.message = f'recording {status["episode_id"]} ({elapsed:.0f} s)'
         if status['dropped_by_recorder']:
             head.level = DiagnosticStatus.WARN
             head.message += f'; {status["dropped_by_recorder"]} message(s) dropped (writer behind)'
@@ -198,15 +212,17 @@ class RecorderNode(Node):
             head.level = DiagnosticStatus.WARN
             head.message += f'; not recordable here: {", ".join(self._unrecordable)}'
         array.status.append(head)
-        now = self._clock_ns()
         silent_after = self.profile.quality.silent_after_s
         for topic, t in sorted(status['topics'].items()):
             item = DiagnosticStatus(name=f'robodata recorder: {topic}', hardware_id=self.profile.robot.name)
             item.level, item.message = DiagnosticStatus.OK, f'{t["received"]} received'
             if t['missing']:
                 item.level, item.message = DiagnosticStatus.WARN, f'{t["missing"]} sample(s) lost in the last period'
-            if not t['latched'] and (t['last_t_ns'] is None or (now - t['last_t_ns']) / 1e9 > silent_after):
-                item.level, item.message = DiagnosticStatus.ERROR, f'silent for more than {silent_after:g} s'
+            quiet = None
+            if t['expected_rate_hz'] and not t['latched'] and topic in self._subscribed_at:  # a rate to keep
+                quiet = silence(self._last_receive.get(topic), now, self._subscribed_at[topic], silent_after)
+            if quiet is not None:
+                item.level, item.message = DiagnosticStatus.ERROR, f'silent for {quiet:.1f} s'
             item.values = [KeyValue(key='count', value=str(t['count'])), KeyValue(key='lost', value=str(t['lost']))]
             array.status.append(item)
         self._diagnostics.publish(array)

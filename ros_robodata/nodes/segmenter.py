@@ -39,7 +39,7 @@ class SegmenterNode(Node):
         use_gripper = declare(self, 'use_gripper', True, 'Read the gripper joint (false: wrench only)')
         use_wrench = declare(self, 'use_wrench', True, 'Read the wrist wrench (false: gripper only)')
         self._marker_frame = declare(self, 'marker_frame', '',
-                                     'Frame of the RViz labels (empty: the wrench sensor frame, else world)')
+                                     "Frame of the RViz labels (empty: the profile's robot.base_frame)")
         self._label_lifetime = declare(self, 'label_lifetime_s', 3.0, 'How long an RViz label stays up')
         if not profile_path:
             raise RobodataError('parameter `profile` is required')
@@ -93,13 +93,14 @@ class SegmenterNode(Node):
         self.get_logger().info(f'{event.kind} at {event.stamp_ns / 1e9:.3f} (confidence {event.confidence:.2f})')
 
     def _label(self, event: Event, msg: SegmentEvent) -> MarkerArray:
-        """A text label above the wrist (the wrench frame) that fades after label_lifetime_s."""
+        """A text label in the rig's fixed frame (so RViz shows it whatever TF it has) that fades after
+        label_lifetime_s; labels stack in three rows so a burst of events stays readable."""
         marker = Marker(ns='robodata_events', id=self._marker_id % 20, type=Marker.TEXT_VIEW_FACING,
                         action=Marker.ADD, text=f'{event.kind} ({event.confidence:.2f})')
         self._marker_id += 1
         marker.header.stamp = msg.header.stamp
-        marker.header.frame_id = self._marker_frame or event.frame_id or self.segmenter.wrench_frame or 'world'
-        marker.pose.position.z = 0.1 + 0.03 * (marker.id % 3)
+        marker.header.frame_id = self._marker_frame or self.profile.robot.base_frame
+        marker.pose.position.z = 0.6 + 0.05 * (marker.id % 3)
         marker.pose.orientation.w = 1.0
         marker.scale.z = 0.03
         marker.color.r, marker.color.g, marker.color.b = _COLOURS.get(event.kind, (1.0, 1.0, 1.0))

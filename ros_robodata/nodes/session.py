@@ -22,13 +22,14 @@ def parameters(**values: Any) -> list[Parameter]:
 
 
 def run_session(profile: str, dataset: str, *, task: str = '', operator: str | None = None, mode: str = 'teleop',
-                delete_discarded: bool = False, use_sim_time: bool = False, segment: bool = True,
-                monitor: bool = True) -> int:
+                delete_discarded: bool = False, use_sim_time: bool = False, min_episode_s: float | None = None,
+                segment: bool = True, monitor: bool = True) -> int:
     """Spin the session's nodes until Ctrl-C/SIGTERM; a running episode is then closed as interrupted."""
     sys.setswitchinterval(0.0005)  # as the recorder alone: short GIL turns keep intake steady
     makers = [lambda: RecorderNode(parameter_overrides=parameters(
         profile=profile, dataset=dataset, task=task, operator=operator, mode=mode,
-        delete_discarded=delete_discarded, use_sim_time=use_sim_time))]
+        delete_discarded=delete_discarded, use_sim_time=use_sim_time,
+        min_episode_s=float(min_episode_s) if min_episode_s is not None else None))]
     if segment:
         makers.append(lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, use_sim_time=use_sim_time)))
     if monitor:

@@ -108,6 +108,8 @@ class Robot:
     # A joint whose position is the tool's height (a gantry's vertical axis), so the scorer can check
     # success.lift_height_m without a kinematic model; None: the height is unknown.
     height_joint: str | None = field(default=None, metadata=_rule(_non_blank))
+    # The rig's fixed frame (RViz's Fixed Frame): live overlays (event labels, the quality panel) are drawn in it.
+    base_frame: str = field(default='base_link', metadata=_rule(_non_blank))
 
     def _validate(self) -> None:
         _no_repeats('arm_joints', self.arm_joints, 'joint')
@@ -178,6 +180,9 @@ class Recording:
     max_episode_s: float = field(default=600.0, metadata=_rule(_positive))
     # At most this much recorded data is lost on a crash.
     flush_interval_s: float = field(default=1.0, metadata=_rule(_positive))
+    # A stop sooner than this after the start is refused, with a word: the start key pressed twice (an episode of
+    # pre-roll only). A discard is always taken.
+    min_episode_s: float = field(default=1.0, metadata=_rule(_non_negative))
 
 
 @dataclass(frozen=True, kw_only=True)

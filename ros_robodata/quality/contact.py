@@ -26,6 +26,7 @@ class WrenchWatch:
         self._over = Ranges()
         self._spikes: list[tuple[int, float]] = []
         self._spike_limit = MIN_SPIKE_N
+        self.last_spike_ns = 0
 
     def add(self, stamp_ns: int, force: tuple[float, float, float]) -> list[str]:
         size = math.sqrt(force[0] ** 2 + force[1] ** 2 + force[2] ** 2)
@@ -41,6 +42,7 @@ class WrenchWatch:
             change = abs(size - last)
             self._spike_limit = max(MIN_SPIKE_N, SPIKE_SIGMAS * self._noise.sigma)
             if change > self._spike_limit:
+                self.last_spike_ns = stamp_ns
                 if len(self._spikes) < 10_000:
                     self._spikes.append((stamp_ns, change))
                 fired.append('contact.force_spike')

@@ -187,7 +187,8 @@ class EpisodeQuality:
         return (self._gripper_last[1] - self.gripper.closed_position) / (
             self.gripper.open_position - self.gripper.closed_position)
 
-    def _excused(self, stamp: int) -> bool:
+    def gripper_moving_at(self, stamp: int) -> bool:
+        """True when the fingers were moving within 150 ms of `stamp` (a force spike then is grasping)."""
         return any(a - 150_000_000 <= stamp <= b + 150_000_000 for a, b in self._gripper_moving.items)
 
     def _joints(self, reading: JointReading) -> list[str]:
@@ -216,7 +217,7 @@ class EpisodeQuality:
         if self.motion is not None:
             findings += self.motion.findings()
         if self.wrench is not None:
-            findings += self.wrench.findings(self._excused)
+            findings += self.wrench.findings(self.gripper_moving_at)
         for watch in self.cameras.values():
             findings += watch.findings()
         findings += self._completeness(outcome, min_episode_s)

@@ -16,6 +16,7 @@ import numpy as np
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport
 from ros_robodata.quality.images import CameraWatch, ImageLimits
+from ros_robodata.quality.timing import silence
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3  # as diagnostic_msgs/DiagnosticStatus and ros_robodata/QualityStatus
 # Checks that make data unusable (the rest degrade it).
@@ -23,6 +24,9 @@ ERROR_CHECKS = frozenset({'timing.stamp_backwards', 'timing.clock_jump', 'timing
                           'motion.joint_limit', 'contact.force_limit', 'image.frozen'})
 # A check that fired stays reported this long after it last fired, so a person can read it.
 HOLD_S = 3.0
+# A force spike is reported once the gripper readings around it have come in: fingers closing on an object jolt
+# the wrist, and the offline report excuses those; live must not warn at every grasp either.
+SPIKE_WAIT_NS = 400_000_000
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,14 @@ class LiveQuality:
         self._checks = self._new_checks()
         self._fired: dict[tuple[str, str], list[int]] = {}  # (check, topic) -> [last receive ns, count]
         self.frames_skipped = 0
+        # Silence is a property of the stream, not of an episode: these survive the checks' restart at each start.
+        self._last_receive: dict[str, int] = {}
+        self._watched_since: dict[str, int] = {}
+        self._spikes: list[tuple[int, int, str]] = []  # (stamp, receive ns, topic) not yet judged
+
+    def watch(self, topic: str, now_ns: int) -> None:
+        """The node subscribed to `topic` now: from here on it is expected (its silence is judged from now)."""
+        self._watched_since.setdefault(topic, now_ns)
 
     def _new_checks(self) -> EpisodeQuality:
         checks = EpisodeQuality(self.profile, images=False)
@@ -61,12 +73,14 @@ class LiveQuality:
     def start(self, episode_id: str) -> None:
         """A new episode: its checks start from nothing."""
         with self._lock:
+            self._judge_spikes(None)
             self.episode_id = episode_id
             self._checks = self._new_checks()
 
     def stop(self) -> EpisodeReport:
         """The episode ended: its report (findings so far); the checks carry on for the time between episodes."""
         with self._lock:
+            self._judge_spikes(None)
             report = self._checks.report()
             self.episode_id = ''
             self._checks = self._new_checks()
@@ -74,9 +88,24 @@ class LiveQuality:
 
     def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
         with self._lock:
+            self._last_receive[topic] = receive_ns
             fired = self._checks.add(topic, receive_ns, data, decode)
-            self._note(fired, topic, receive_ns)
+            if 'contact.force_spike' in fired and self._checks.wrench is not None:
+                self._spikes.append((self._checks.wrench.last_spike_ns, receive_ns, topic))
+                self._note([check for check in fired if check != 'contact.force_spike'], topic, receive_ns)
+            else:
+                self._note(fired, topic, receive_ns)
             return fired
+
+    def _judge_spikes(self, now_ns: int | None) -> None:
+        """Force spikes old enough (all of them when `now_ns` is None) are noted unless the gripper was moving."""
+        waiting = []
+        for stamp, received, topic in self._spikes:
+            if now_ns is not None and now_ns - received < SPIKE_WAIT_NS:
+                waiting.append((stamp, received, topic))
+            elif not self._checks.gripper_moving_at(stamp):
+                self._note(['contact.force_spike'], topic, received)
+        self._spikes = waiting
 
     def add_frame(self, topic: str, stamp_ns: int, receive_ns: int, image: np.ndarray) -> list[str]:
         """A decoded camera frame (called off the intake thread)."""
@@ -99,6 +128,7 @@ class LiveQuality:
         out: list[Status] = []
         hold_ns = HOLD_S * 1e9
         with self._lock:
+            self._judge_spikes(now_ns)
             for (check, topic), (last, count) in list(self._fired.items()):
                 if now_ns - last > hold_ns:
                     del self._fired[(check, topic)]
@@ -109,15 +139,16 @@ class LiveQuality:
                 out.append(Status(check, topic, level, f'{check.split(".", 1)[1]} on {topic} '
                                   f'({count} time(s) lately)'))
             for topic, timing in self._checks.timing.items():
-                if not timing.judged:
+                if not timing.judged or topic not in self._watched_since:
                     continue
                 silent_after = timing.limits.silent_after_s
-                if timing.last_receive is None:
-                    out.append(Status('timing.silent', topic, STALE, f'{topic}: no message yet'))
-                elif (now_ns - timing.last_receive) / 1e9 > silent_after:
-                    quiet = (now_ns - timing.last_receive) / 1e9
-                    out.append(Status('timing.silent', topic, ERROR, f'{topic} silent for {quiet:.1f} s', quiet,
-                                      silent_after))
+                last = self._last_receive.get(topic)
+                quiet = silence(last, now_ns, self._watched_since[topic], silent_after)
+                if quiet is None:
+                    continue
+                text = f'{topic} silent for {quiet:.1f} s' if last is not None else \
+                    f'{topic}: no message for {quiet:.1f} s since it was subscribed'
+                out.append(Status('timing.silent', topic, ERROR, text, quiet, silent_after))
         out.sort(key=lambda s: (-s.level if s.level != STALE else -1.5, s.check, s.topic))
         errors = sum(1 for s in out if s.level == ERROR)
         warnings = sum(1 for s in out if s.level == WARN)

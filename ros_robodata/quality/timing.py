@@ -24,6 +24,17 @@ class TimingLimits:
     latched: bool = False  # latched topics (a URDF) publish once: no timing expectations
 
 
+def silence(last_receive_ns: int | None, now_ns: int, watched_since_ns: int, silent_after_s: float
+            ) -> float | None:
+    """How long a topic that should keep a rate has been quiet, judged on its own receive times: the seconds since
+    its last message once that is over `silent_after_s`, or since watching began when no message came yet (not
+    before `silent_after_s` has passed: a topic is not missing before it had a chance to arrive); None when it is
+    not silent. The one rule the recorder's diagnostics and the live quality monitor both apply."""
+    since = last_receive_ns if last_receive_ns is not None else watched_since_ns
+    quiet = (now_ns - since) / 1e9
+    return quiet if quiet > silent_after_s else None
+
+
 class StreamTiming:
     """Streaming timing checks of one topic."""
 

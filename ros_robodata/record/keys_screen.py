@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -48,6 +49,8 @@ QUALITY_HOLD_S = 10.0
 NOTICE_HOLD_S = 15.0
 RESYNC_AFTER = 2  # consecutive /diagnostics that contradict the screen before it believes them
 RESYNC_DRIFT_S = 2.0  # the ticking duration is corrected when the recorder's differs by more
+MESSAGES_SHOWN = 3  # the last replies and refusals: a press ignored in a burst is not overwritten by the next
+_PAST = {'start': 'started', 'stop': 'stopped', 'discard': 'discarded'}
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,22 @@ class _Warning:
     text: str
     seen_at: float
     hold_s: float
+    source: str  # 'recorder' or 'quality': the one whose next update confirms or clears it
+
+
+def problem_key(topic: str, check: str) -> str:
+    """One problem, whoever reports it: the recorder's 'silent for 2.1 s' on a topic and the quality monitor's
+    timing.silent on it are the same thing to the operator, shown once."""
+    return f'{check}:{topic}'
+
+
+def _recorder_check(text: str) -> str:
+    """The quality check a recorder per-topic status means, so both sources share one key."""
+    if text.startswith('silent'):
+        return 'timing.silent'
+    if 'lost' in text:
+        return 'timing.loss'
+    return 'recorder'
 
 
 def action_for(key: str) -> str | None:
@@ -104,7 +123,7 @@ class KeysScreen:
         self.episode: _Live | None = None
         self.last: _Done | None = None
         self.last_outcome: tuple[str, str] | None = None  # (episode id, outcome)
-        self.message = ''
+        self.messages: deque[str] = deque(maxlen=MESSAGES_SHOWN)
         self.busy: set[str] = set()  # start/stop/discard sent and not answered
         self.quitting = False
         self.warnings: dict[str, _Warning] = {}
@@ -112,6 +131,19 @@ class KeysScreen:
         self._disagreements = 0
         self.quality_line = ''  # the quality monitor's summary, when one runs
         self.quality_seen_at = 0.0
+        self._quality_batch: set[str] = set()  # problems the monitor reported since its last summary
+
+    @property
+    def message(self) -> str:
+        """The latest reply or refusal ('' when none)."""
+        return self.messages[-1] if self.messages else ''
+
+    @message.setter
+    def message(self, text: str) -> None:
+        if text:
+            self.messages.append(text)
+        else:
+            self.messages.clear()
 
     # -- keys -------------------------------------------------------------------------------------
 
@@ -160,11 +192,13 @@ class KeysScreen:
         elif kind == 'outcome':
             self._label(episode_id, outcome, status)
 
-    def on_reply(self, service: str, success: bool, message: str, episode_id: str = '') -> None:
-        """A service reply; Trigger replies carry '<episode_id> <status>' in `message`."""
+    def on_reply(self, service: str, success: bool, message: str, episode_id: str = '', outcome: str = '') -> None:
+        """A service reply; Trigger replies carry '<episode_id> <status>' in `message`; `outcome`: the
+        outcome that was asked for (so a refusal reads 'outcome success not set', never like the failure label)."""
         self.busy.discard(service)
         if not success:
-            self.message = f'{service} failed: {message or "no reason given"}'
+            what = f'outcome {outcome} not set' if service == 'outcome' else f'not {_PAST.get(service, service)}'
+            self.message = f'{what}: {message or "no reason given"}'
             return
         if service == 'start':
             if episode_id and episode_id not in self._ended and (
@@ -198,25 +232,35 @@ class KeysScreen:
             if name == RECORDER_STATUS:
                 self._recorder_status(level, text, now)
             elif name.startswith(_TOPIC_STATUS_PREFIX):
-                key = f'diag:{name}'
-                if level == OK or not recording:
-                    self.warnings.pop(key, None)
+                topic = name[len(_TOPIC_STATUS_PREFIX):]
+                keys = [problem_key(topic, check) for check in ('timing.silent', 'timing.loss', 'recorder')]
+                if level == OK or not recording:  # the topic is fine now, whoever said otherwise before
+                    for key in keys:
+                        self.warnings.pop(key, None)
                 else:
-                    topic = name[len(_TOPIC_STATUS_PREFIX):]
-                    self.warnings[key] = _Warning(level, f'{topic}: {text}', now, TOPIC_HOLD_S)
+                    key = problem_key(topic, _recorder_check(text))
+                    for other in keys:
+                        if other != key and self.warnings.get(other, None) is not None \
+                                and self.warnings[other].source == 'recorder':
+                            del self.warnings[other]
+                    self.warnings[key] = _Warning(level, f'{topic}: {text}', now, TOPIC_HOLD_S, 'recorder')
 
     def on_quality(self, check: str, topic: str, level: int, message: str, episode_id: str = '') -> None:
         """A QualityStatus from the quality monitor; OK clears that check's warning."""
-        if check == 'summary':  # the monitor's one-line verdict, shown under the episode line
+        if check == 'summary':  # the monitor's one-line verdict, shown under the episode line; it closes a batch
             self.quality_line = message
             self.quality_seen_at = self.clock()
+            for key in [k for k, w in self.warnings.items() if w.source == 'quality' and k not in self._quality_batch]:
+                del self.warnings[key]  # the monitor no longer reports it: it cleared
+            self._quality_batch.clear()
             return
-        key = f'quality:{check}:{topic}'
+        key = problem_key(topic, check)
         if level == OK:
             self.warnings.pop(key, None)
             return
+        self._quality_batch.add(key)
         text = message or f'{check} on {topic}'
-        self.warnings[key] = _Warning(level, f'quality {check}: {text}', self.clock(), QUALITY_HOLD_S)
+        self.warnings[key] = _Warning(level, f'quality {check}: {text}', self.clock(), QUALITY_HOLD_S, 'quality')
 
     # -- rendering --------------------------------------------------------------------------------
 
@@ -248,8 +292,7 @@ class KeysScreen:
                          + (f', outcome {last.outcome}' if last.outcome else ''))
         if self.last_outcome is not None:
             lines.append(f'last outcome: {self.last_outcome[1]} ({self.last_outcome[0]})')
-        if self.message:
-            lines.append(f'> {self.message}')
+        lines.extend(f'> {text}' for text in self.messages)
         lines.extend(self._warning_lines(now))
         lines.append(HELP)
         return lines
@@ -288,7 +331,7 @@ class KeysScreen:
 
     def _recorder_status(self, level: int, text: str, now: float) -> None:
         if level != OK:
-            self.warnings['recorder'] = _Warning(level, f'recorder: {text}', now, NOTICE_HOLD_S)
+            self.warnings['recorder'] = _Warning(level, f'recorder: {text}', now, NOTICE_HOLD_S, 'notice')
         match = _RECORDING.match(text)
         if match is None and not text.startswith('idle'):
             return  # a one-off notice, says nothing about the episode

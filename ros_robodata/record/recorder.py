@@ -51,6 +51,7 @@ class RecorderSettings:
     storage: str = 'mcap'
     compression: str = 'zstd'
     pre_roll_s: float = 2.0
+    min_episode_s: float = 1.0
     max_episode_s: float = 600.0
     flush_interval_s: float = 1.0
     delete_discarded: bool = False
@@ -61,7 +62,8 @@ class RecorderSettings:
     def from_profile(cls, profile: Any, **overrides: Any) -> RecorderSettings:
         rec = profile.recording
         base = cls(robot=profile.robot.name, profile_sha256=profile.sha256, storage=rec.storage,
-                   compression=rec.compression, pre_roll_s=rec.pre_roll_s, max_episode_s=rec.max_episode_s,
+                   compression=rec.compression, pre_roll_s=rec.pre_roll_s, min_episode_s=rec.min_episode_s,
+                   max_episode_s=rec.max_episode_s,
                    flush_interval_s=rec.flush_interval_s)
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -126,6 +128,7 @@ class EpisodeRecorder:
         # (the writer may still be working through the queue): the running episode and the last one.
         self._intent_lock = threading.Lock()
         self._intended: str | None = None
+        self._intended_at = 0.0  # monotonic time of the start request
         self._intended_last: str | None = None
         self._next_flush = 0.0
         self._snapshot: dict[str, Any] | None = None
@@ -198,11 +201,17 @@ class EpisodeRecorder:
             if self._intended is not None:
                 raise RecorderError(f'episode {self._intended} is recording; stop it first')
             self._intended = self.dataset.new_episode_id()
+            self._intended_at = time.monotonic()
             return self._intended
 
     def _end(self, discard: bool = False) -> str:
         with self._intent_lock:
             if self._intended is not None:
+                age = time.monotonic() - self._intended_at
+                if not discard and age < self.settings.min_episode_s:
+                    raise RecorderError(f'episode {self._intended} started {age:.2f} s ago: not stopped (an episode '
+                                        f'shorter than {self.settings.min_episode_s:g} s is a double press); stop it '
+                                        'again in a moment, or discard it')
                 episode_id, self._intended = self._intended, None
                 self._intended_last = episode_id
                 return episode_id
@@ -214,7 +223,7 @@ class EpisodeRecorder:
         with self._intent_lock:
             target = self._intended or self._intended_last
         if target is None:
-            raise RecorderError('no episode to label yet')
+            raise RecorderError('no episode recorded yet to take an outcome')
         return target
 
     def _ended_by_writer(self, episode_id: str) -> None:
@@ -419,6 +428,8 @@ class EpisodeRecorder:
     def _discard(self, t_ns: int, episode_id: str) -> Episode:
         if self._episode is not None and self._episode.id == episode_id:
             episode = self._finish('discarded', t_ns, 'discarded by the operator')
+            append_audit(self.dataset.audit_path, 'set_status', episode.id, self.settings.operator or None,
+                         old='recording', new='discarded', reason='discarded by the operator while recording')
         else:
             episode = self.dataset.set_status(episode_id, 'discarded', self.settings.operator or None,
                                               'discarded by the operator')
@@ -463,6 +474,7 @@ class EpisodeRecorder:
             'episode_id': episode.id if episode else None,
             'elapsed_s': (self._clock_ns() - episode.marked_start_ns) / 1e9 if episode and episode.marked_start_ns
             else None,
+            'marked_start_ns': episode.marked_start_ns if episode else None,
             'queued_bytes': self._enqueued_bytes - self._taken_bytes,
             'dropped_by_recorder': sum(self._dropped.values()),
             'topics': topics,
