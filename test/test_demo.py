@@ -67,6 +67,9 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
         offline = json.loads((dataset.episode_dir(episode.id) / 'events.json').read_text())
         grasps = [e['t_ns'] for e in offline['events'] if e['kind'] == 'grasp']
         assert len(grasps) == 1 and abs(grasps[0] - secured_ns) < 50_000_000
+        # Live equals offline, exactly: every event, kind and stamp to the nanosecond.
+        assert [(m.kind, m.header.stamp.sec * 10**9 + m.header.stamp.nanosec) for m in live] == \
+            [(e['kind'], e['t_ns']) for e in offline['events']]
     verify = robodata('verify', str(out / 'dataset'))
     assert verify.returncode == 0, verify.stdout + verify.stderr
 

@@ -14,6 +14,14 @@ import pytest
 from ros_robodata.cli.main import main
 from ros_robodata.events import EventDetector, SegmenterSettings
 from ros_robodata.events.order import StampOrder
+from ros_robodata.events.segmenter import (
+    GRIPPER,
+    INPUT_GUARD_NS,
+    WRENCH,
+    Segmenter,
+    before_input_start,
+    episode_input_start,
+)
 from ros_robodata.profile import load_profile
 from ros_robodata.signals import GripperReading, WrenchReading
 from ros_robodata.sim import samples as S
@@ -173,6 +181,56 @@ def test_stamp_order_does_not_depend_on_arrival_interleaving() -> None:
         orders.append([x[2] for x in out + order.flush()])
     assert all(o == orders[0] for o in orders)
     assert [t for _, t in orders[0]] == sorted(t for _, t in orders[0])
+
+
+def _stream(episodes: dict, names: tuple[str, ...], gap_ns: int = 1_500_000_000) -> list[tuple[str, object, int]]:
+    """The episodes' samples one after the other as a rig would publish them: (role, reading, received ns)."""
+    out: list[tuple[str, object, int]] = []
+    offset = 1_800_000_000_000_000_000
+    for name in names:
+        gripper, wrench, _ = episodes[name]
+        items = sorted([(r.stamp_ns, 0, GRIPPER, r) for r in gripper] + [(r.stamp_ns, 1, WRENCH, r) for r in wrench],
+                       key=lambda item: item[:2])
+        for stamp, _, role, reading in items:
+            out.append((role, replace(reading, stamp_ns=stamp + offset), stamp + offset + 1_000_000))
+        offset += items[-1][0] + gap_ns
+    return out
+
+
+def test_a_segmenter_started_afresh_at_the_episodes_data_start_finds_what_the_offline_pass_finds(episodes):
+    """Live, the segmenter runs through everything and restarts at each episode from the samples it kept; offline,
+    it reads the bag, which holds what was received from the episode's first message on. Same samples, same
+    events: to the nanosecond (run on through the success before, the detector puts this lift 2 ms earlier)."""
+    profile = load_profile(PROFILE)
+    stream = _stream(episodes, ('success', 'recovery'))
+    second = next(i for i, (_, r, _) in enumerate(stream) if i and r.stamp_ns - stream[i - 1][1].stamp_ns > 1e9)
+    data_start = stream[second][2] - 1_000_000_000  # a 1 s pre-roll reaches back into the gap and the tail before
+    press = next(i for i, (_, _, received) in enumerate(stream) if received >= data_start + 1_500_000_000)
+
+    live = Segmenter(profile)
+    for role, reading, received in stream[:press]:
+        live.add(role, reading, received)
+    live = Segmenter(profile, since_ns=episode_input_start(data_start))  # the START event came in
+    published = [e for role, reading, received in stream for e in live.add(role, reading, received)]
+
+    offline = Segmenter(profile, since_ns=episode_input_start(data_start))
+    bag = [(role, reading, received) for role, reading, received in stream if received >= data_start]
+    found = [e for role, reading, received in bag for e in offline.add(role, reading, received)]
+    found += offline.finish()
+    assert [e.kind for e in found] == ['grasp_start', 'contact', 'grasp', 'lift', 'grasp_failed', 'contact_lost',
+                                       'grasp_start', 'contact', 'grasp', 'lift', 'release', 'contact_lost']
+    assert [(e.kind, e.stamp_ns) for e in published] == [(e.kind, e.stamp_ns) for e in found]
+
+
+def test_samples_stamped_on_another_clock_are_judged_by_when_they_came():
+    """A bag of last week replayed live into a recording: its stamps say nothing about this episode's start."""
+    week = 7 * 86400 * 10**9
+    since = 1_800_000_000_000_000_000
+    assert before_input_start(since, since - 1, since + 1_000)  # same clock: the stamp decides
+    assert not before_input_start(since, since, since + 1_000)
+    assert not before_input_start(since, since - week, since + 5)  # replayed: received after the start
+    assert before_input_start(since, since - week, since - 5)
+    assert episode_input_start(None) is None and episode_input_start(since) == since + INPUT_GUARD_NS
 
 
 def test_segment_command_writes_events_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

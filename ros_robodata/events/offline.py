@@ -14,17 +14,18 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.segmenter import Segmenter
+from ros_robodata.events.segmenter import Segmenter, episode_input_start
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 
 EVENTS_FILE = 'events.json'
 
 
-def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True
-                ) -> SegmentResult:
-    """Every event in one bag; times are relative to the bag's first message (pre-roll included)."""
-    segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench)
+def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
+                since_ns: int | None = None) -> SegmentResult:
+    """Every event in one bag; times are relative to the bag's first message (pre-roll included). `since_ns`:
+    samples stamped earlier are not read (a recorded episode's, see episode_input_start)."""
+    segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench, since_ns=since_ns)
     if not segmenter.topics:
         raise BagError(f'{profile.source}: the profile names no gripper or wrench topic: nothing to segment from')
     with BagReader(path) as reader:
@@ -33,7 +34,7 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
             wanted = ', '.join(sorted(segmenter.topics))
             raise BagError(f'{path}: none of the topics the segmenter reads ({wanted}) is in this bag')
         for message in reader.messages(present):
-            segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m))
+            segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
         segmenter.finish()
         result = segmenter.result(reader.start_ns, reader.end_ns)
         result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})
@@ -64,7 +65,10 @@ def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None
 
 
 def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, **options: bool) -> SegmentResult:
-    result = segment_bag(dataset.bag_dir(episode_id), profile, **options)
+    """A recorded episode's events, from the samples the live segmenter read of it; its events.json written."""
+    episode = dataset.episode(episode_id)
+    since = None if episode.source else episode_input_start(episode.start_ns)  # imported: no live counterpart
+    result = segment_bag(dataset.bag_dir(episode_id), profile, since_ns=since, **options)
     write_events(dataset.episode_dir(episode_id) / EVENTS_FILE, result, {'episode_id': episode_id})
     return result
 

@@ -30,10 +30,37 @@ def settings_from_profile(profile: Profile, *, use_gripper: bool = True, use_wre
     )
 
 
-class Segmenter:
-    """Routes messages by topic to the detector, in stamp order. `topics` maps topic -> role."""
+# The segmenter reads a recorded episode from its first received message plus this guard: a sample stamped after
+# that was received after it too (unless its clock runs ahead of the receiver's by more), so it is in the bag, and
+# the live segmenter has it: both read exactly the same samples.
+INPUT_GUARD_NS = 100_000_000
+# A sample is judged by its header stamp (the same live and in the bag, so the boundary is exact) unless the stamp
+# is on another clock than the receive time (a bag of last week replayed live): then by when it was received.
+_SAME_CLOCK_NS = 5_000_000_000
 
-    def __init__(self, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True) -> None:
+
+def episode_input_start(data_start_ns: int | None) -> int | None:
+    """Where the segmenter's input of a recorded episode starts, from the receive time of its first message
+    (Episode.start_ns; EpisodeEvent.data_start live). The live segmenter starts afresh at each episode from the
+    samples it kept since then and the offline pass skips what the bag holds from before, so live and offline
+    events are the same, exactly (the detector's baselines would otherwise carry what came before the
+    episode). None: read everything."""
+    return None if not data_start_ns else data_start_ns + INPUT_GUARD_NS
+
+
+def before_input_start(since_ns: int, stamp_ns: int, received_ns: int | None) -> bool:
+    if received_ns is not None and abs(received_ns - stamp_ns) > _SAME_CLOCK_NS:
+        return received_ns < since_ns
+    return stamp_ns < since_ns
+
+
+class Segmenter:
+    """Routes messages by topic to the detector, in stamp order. `topics` maps topic -> role. `since_ns`: samples
+    stamped earlier are not read (see episode_input_start)."""
+
+    def __init__(self, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
+                 since_ns: int | None = None) -> None:
+        self.since_ns = since_ns
         self.settings = settings_from_profile(profile, use_gripper=use_gripper, use_wrench=use_wrench)
         self.detector = EventDetector(self.settings)
         t = profile.topics
@@ -49,16 +76,18 @@ class Segmenter:
     def sources(self) -> tuple[str, ...]:
         return tuple(sorted(set(self.topics.values())))
 
-    def add_message(self, topic: str, msg: Any) -> list[Event]:
+    def add_message(self, topic: str, msg: Any, received_ns: int | None = None) -> list[Event]:
         """A decoded JointState/WrenchStamped (rclpy or rosbags) from one of `topics`; the events it confirmed."""
-        return self.add_cdr(topic, b'', lambda: msg)
+        return self.add_cdr(topic, b'', lambda: msg, received_ns)
 
-    def add_cdr(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any]) -> list[Event]:
+    def add_cdr(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any],
+                received_ns: int | None = None) -> list[Event]:
         """A message of one of `topics` as CDR bytes (from a bag), parsed directly when the layout is the plain
-        one, else through `decode()`; the events it confirmed."""
+        one, else through `decode()`; the events it confirmed. `received_ns`: when it was received (a bag's log
+        time), for `since_ns`."""
         role = self.topics.get(topic)
         if role == WRENCH:
-            return self.add(WRENCH, read_wrench(data, decode))
+            return self.add(WRENCH, read_wrench(data, decode), received_ns)
         if role != GRIPPER:
             return []
         reading = read_gripper(data, self.gripper_joint, decode)
@@ -66,9 +95,11 @@ class Segmenter:
             skipped = self.detector.skipped
             skipped['gripper_joint_missing'] = skipped.get('gripper_joint_missing', 0) + 1
             return []
-        return self.add(GRIPPER, reading)
+        return self.add(GRIPPER, reading, received_ns)
 
-    def add(self, role: str, reading: GripperReading | WrenchReading) -> list[Event]:
+    def add(self, role: str, reading: GripperReading | WrenchReading, received_ns: int | None = None) -> list[Event]:
+        if self.since_ns is not None and before_input_start(self.since_ns, reading.stamp_ns, received_ns):
+            return []
         return self._feed(self._order.push(role, reading.stamp_ns, reading))
 
     def finish(self) -> list[Event]:

@@ -172,6 +172,8 @@ class RecorderNode(Node):
                            operator_name=episode.operator, mode=episode.mode, outcome=episode.outcome,
                            status=episode.status)
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(transition.t_ns, 1_000_000_000)
+        if episode.start_ns is not None:
+            msg.data_start.sec, msg.data_start.nanosec = divmod(episode.start_ns, 1_000_000_000)
         if self.context.ok():  # on Ctrl-C the episode is closed after ROS has shut down
             self._events.publish(msg)
         text = f'episode {episode.id} {transition.kind}: status {episode.status}, outcome {episode.outcome}'

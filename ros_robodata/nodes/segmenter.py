@@ -4,11 +4,17 @@ The detection is ros_robodata.events (no ROS); this node only subscribes, feeds 
 out as soon as the sample that confirms them arrives (header stamped with when the event happened), on
 /robodata/events (ros_robodata/msg/SegmentEvent; the recorder records it into the episode) and as RViz text
 labels on /robodata/event_markers (visualization_msgs/msg/MarkerArray).
+
+At each episode START the detector starts afresh from the samples kept since the episode's data began (its
+first message, pre-roll included: EpisodeEvent.data_start; events/segmenter.py, episode_input_start):
+`robodata segment` reads the same samples of the bag, so the events recorded live and those in events.json are
+the same.
 """
 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from typing import Any
 
 from geometry_msgs.msg import WrenchStamped
@@ -19,9 +25,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import Event
-from ros_robodata.events.segmenter import GRIPPER, Segmenter
+from ros_robodata.events.segmenter import GRIPPER, Segmenter, episode_input_start
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
-from ros_robodata.nodes.common import TopicDiscovery, declare, run_node
+from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 
 EVENTS_TOPIC = '/robodata/events'
@@ -30,6 +36,9 @@ EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
 _COLOURS = {'grasp_start': (0.6, 0.6, 1.0), 'contact': (1.0, 0.8, 0.2), 'contact_lost': (0.7, 0.7, 0.7),
             'grasp': (0.2, 1.0, 0.2), 'grasp_failed': (1.0, 0.2, 0.2), 'lift': (0.2, 0.9, 0.9),
             'release': (1.0, 0.5, 1.0)}
+# Samples are kept this much longer than the pre-roll: the START event comes after the operator's start (the
+# recorder announces it once the bag is open).
+_KEEP_MARGIN_S = 10.0
 
 
 class SegmenterNode(Node):
@@ -44,8 +53,12 @@ class SegmenterNode(Node):
         if not profile_path:
             raise RobodataError('parameter `profile` is required')
         self.profile = load_profile(profile_path)
-        self.segmenter = Segmenter(self.profile, use_gripper=use_gripper, use_wrench=use_wrench)
+        self._options = {'use_gripper': use_gripper, 'use_wrench': use_wrench}
+        self.segmenter = Segmenter(self.profile, **self._options)
         self.episode_id = ''
+        self._kept: deque[tuple[str, Any, int, int]] = deque()  # (topic, message, stamp, received) as they came
+        self._clock_ns = clock_of(self)
+        self._keep_ns = round((self.profile.recording.pre_roll_s + _KEEP_MARGIN_S) * 1e9)
         self.published: list[SegmentEvent] = []
         self._events = self.create_publisher(SegmentEvent, EVENTS_TOPIC, QoSProfile(depth=100))
         self._markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
@@ -66,10 +79,14 @@ class SegmenterNode(Node):
         self.create_subscription(msgclass, topic, self._receiver(topic), qos)
 
     def _receiver(self, topic: str) -> Any:
-        add = self.segmenter.add_message
+        kept, keep_ns, clock = self._kept, self._keep_ns, self._clock_ns
 
         def receive(msg: Any) -> None:
-            for event in add(topic, msg):
+            received = clock()
+            kept.append((topic, msg, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, received))
+            while kept and received - kept[0][3] > keep_ns:
+                kept.popleft()
+            for event in self.segmenter.add_message(topic, msg, received):
                 self._publish(event)
 
         return receive
@@ -77,6 +94,11 @@ class SegmenterNode(Node):
     def _on_episode(self, msg: EpisodeEvent) -> None:
         if msg.event == EpisodeEvent.START:
             self.episode_id = msg.episode_id
+            start = msg.data_start.sec * 1_000_000_000 + msg.data_start.nanosec
+            self.segmenter = Segmenter(self.profile, since_ns=episode_input_start(start), **self._options)
+            for topic, sample, _, received in list(self._kept):  # the pre-roll and what came before this event
+                for event in self.segmenter.add_message(topic, sample, received):
+                    self._publish(event)
         elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.episode_id:
             self.episode_id = ''
 

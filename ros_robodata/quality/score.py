@@ -16,7 +16,7 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.segmenter import Segmenter
+from ros_robodata.events.segmenter import Segmenter, episode_input_start
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
@@ -37,17 +37,19 @@ class BagScore:
 
 
 def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
-              image_rate_hz: float = 10.0, segment: bool = False) -> BagScore:
+              image_rate_hz: float = 10.0, segment: bool = False, segment_since_ns: int | None = None) -> BagScore:
     """Stream one bag through every check (one pass, no message kept); with `segment`, the segmenter reads
-    the same pass, so an unsegmented episode is not read twice."""
+    the same pass (from `segment_since_ns`, as `robodata segment` does), so an unsegmented episode is not read
+    twice."""
     checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
-    segmenter = Segmenter(profile) if segment and (profile.topics.gripper or profile.topics.wrench) else None
+    segmenter = Segmenter(profile, since_ns=segment_since_ns) \
+        if segment and (profile.topics.gripper or profile.topics.wrench) else None
     with BagReader(path) as reader:
         for message in reader.messages():
             decode = lambda m=message: reader.decode(m)  # noqa: E731 - one closure, two users
             checks.add(message.topic, message.t_ns, message.data, decode)
             if segmenter is not None and message.topic in segmenter.topics:
-                segmenter.add_cdr(message.topic, message.data, decode)
+                segmenter.add_cdr(message.topic, message.data, decode, message.t_ns)
         report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
         opening = checks.gripper_opening()
         if not reader.complete:
@@ -94,18 +96,19 @@ class EpisodeScore:
         return data
 
 
-def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool]
+def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool, int | None]
                ) -> tuple[str, BagScore | str, list[dict] | None]:
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
     pass (and gets its events.json); a bag on its own (no folder) is segmented in memory. An events.json that
     cannot be read is said in the bag's notes (with its path), and the success criteria are not judged."""
     from ros_robodata.events.offline import EVENTS_FILE, read_events, write_events
 
-    name, bag, folder, outcome, profile, images = args
+    name, bag, folder, outcome, profile, images, since = args
     events_path = Path(folder) / EVENTS_FILE if folder is not None else None
     has_events = events_path is not None and events_path.is_file()
     try:
-        scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not has_events)
+        scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not has_events,
+                           segment_since_ns=since)
     except RobodataError as err:
         return name, ' '.join(str(err).split()), None
     events = None
@@ -146,7 +149,8 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     from ros_robodata.quality.consistency import dataset_consistency, outcome_mix, resample_trajectory
 
     jobs = [(item.name, str(item.bag), None if item.folder is None else str(item.folder), item.outcome, profile,
-             images) for item in items]
+             images, episode_input_start(item.episode.start_ns) if item.episode and not item.episode.source else None)
+            for item in items]
     by_name = {item.name: item for item in items}
     scores: dict[str, EpisodeScore] = {}
     failures: dict[str, str] = {}
