@@ -47,7 +47,8 @@ def test_check_all_covers_every_launch_file():
 def test_record_launch_declares_the_recorder_arguments_and_passes_them_on():
     launch = ET.parse(ROOT / 'launch' / RECORD).getroot()
     args = {arg.get('name'): arg for arg in launch.findall('arg')}
-    assert set(args) == {'profile', 'dataset', 'task', 'operator', 'mode', 'delete_discarded', 'use_sim_time'}
+    assert set(args) == {'profile', 'dataset', 'task', 'operator', 'mode', 'delete_discarded', 'min_episode_s',
+                         'use_sim_time'}
     assert args['profile'].get('default') == '$(find-pkg-share ros_robodata)/config/sim_cell.yaml'
     assert args['dataset'].get('default') == 'robodata_dataset'
     assert args['mode'].get('default') == 'teleop'
@@ -334,3 +335,16 @@ def test_session_launch_runs_what_robodata_session_runs():
     assert {params['use_sim_time'] for params in nodes.values()} == {'$(var use_sim_time)'}
     record = ET.parse(ROOT / 'launch' / RECORD).getroot()
     assert {a.get('name') for a in launch.findall('arg')} == {a.get('name') for a in record.findall('arg')}
+
+
+def test_sim_launch_runs_what_robodata_sim_runs():
+    from ros_robodata.cli.main import build_parser
+    from ros_robodata.cli.sim_cmd import sim_parameters
+
+    launch = ET.parse(ROOT / 'launch' / 'sim_cell.launch.xml').getroot()
+    (node,) = launch.iter('node')
+    given = {p.get('name') for p in node.findall('param')}
+    args = build_parser().parse_args(['sim', '--fault', 'camera/scene:silent:3:6', '--image-size', '64x48'])
+    params = sim_parameters(args)
+    assert set(params) == given
+    assert (params['faults'], params['image_width'], params['image_height']) == ('camera/scene:silent:3:6', 64, 48)

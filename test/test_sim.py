@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import cv2
 import numpy as np
 import pytest
@@ -9,6 +12,7 @@ import pytest
 from ros_robodata.sim import samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
+from ros_robodata.sim.rig import SimRig
 
 
 def _run(seed: int, index: int, mode: str = 'teleop', streams=(S.JOINT_STATES, S.WRENCH)):
@@ -159,3 +163,60 @@ def test_bad_fault_and_mode_are_rejected():
         Fault(S.WRENCH, 'gremlins', 0.0, 1.0)
     with pytest.raises(ValueError):
         SimCell(0, mode='telepathy', streams=[])
+
+
+# -- the cell as a rig: episodes one after another on one timeline ----------------------------------------------
+
+
+def _drive(rig, until_s: float, from_s: float = 0.0, stop=lambda rig, events: False):
+    """Step the rig in 50 ms turns from `from_s` to `until_s` (or until `stop`): its samples and events."""
+    samples, events, t = [], [], from_s
+    while t < until_s and not rig.finished:
+        t += 0.05
+        got, happened = rig.step_until(t)
+        samples += got
+        events += happened
+        if stop(rig, events):
+            break
+    return samples, events
+
+
+def test_the_rig_keeps_every_stream_on_its_grid_across_episodes():
+    """What the issue saw at the old boundaries (lost samples, gaps, jumps) must not exist: a rig does not stop
+    publishing while the next scene is set up, and its arm does not teleport home."""
+    streams = (S.JOINT_STATES, S.GRIPPER, S.WRENCH, S.CAMERA_SCENE)
+    with SimRig(0, streams=streams, episodes=3, image_size=(32, 24)) as rig:
+        samples, events = _drive(rig, 120.0)
+    assert rig.finished
+    assert [(e.kind, e.index) for e in events] == [('begin', 0), ('done', 0), ('begin', 1), ('done', 1),
+                                                   ('begin', 2), ('done', 2)]
+    assert [e.truth['outcome'] for e in events if e.kind == 'done'] == ['success', 'success', 'failure']
+    handovers = [e.at_ns for e in events if e.kind == 'begin'][1:]
+    assert all(at % 1_000_000_000 == 0 for at in handovers)  # on whole seconds, where all grids line up
+    for stream in streams:
+        stamps = np.array([ns for ns, s in samples if s.stream == stream])
+        period_ms = 1000 / S.DEFAULT_RATES_HZ[stream]
+        steps = np.diff(stamps) / 1e6
+        assert stamps[0] == 0 and steps.min() >= math.floor(period_ms) and steps.max() <= math.ceil(period_ms), stream
+    joints = [(ns, s.data.position) for ns, s in samples if s.stream == S.JOINT_STATES]
+    moves = np.array([np.abs(b[1] - a[1]).max() for a, b in itertools.pairwise(joints)])
+    at = np.array([b[0] for b in joints[1:]])
+    across = moves[np.isin(at, handovers)]
+    assert len(across) == 2 and across.max() < 1e-3  # the joints go on from where they were (<1 mm in 2 ms)
+    assert across.max() <= np.percentile(moves, 99)  # no bigger step than the arm makes while working
+
+
+def test_with_start_key_the_rig_waits_at_home_and_a_stop_key_ends_the_episode_early():
+    with SimRig(3, start='key', streams=(S.JOINT_STATES, S.GRIPPER)) as rig:
+        samples, events = _drive(rig, 3.0)
+        assert [e.kind for e in events] == ['ready']
+        still = [s.data.velocity for _, s in samples[-50:] if s.stream == S.JOINT_STATES]
+        assert np.abs(still).max() < 1e-3  # holding at home
+        assert rig.begin() and not rig.begin()
+        _, events = _drive(rig, 6.0, from_s=3.0)
+        assert [e.kind for e in events] == ['begin']
+        rig.end()  # the operator stops it before the script is through
+        _, events = _drive(rig, 20.0, from_s=6.0, stop=lambda rig, ev: any(e.kind == 'ready' for e in ev))
+    assert [e.kind for e in events] == ['done', 'ready']
+    assert events[0].truth['cut_short'] and events[1].index == 1 and events[1].seed == 4
+

@@ -9,7 +9,7 @@ import argparse
 
 from ros_robodata.cli.ros import require_ros
 from ros_robodata.errors import RobodataError
-from ros_robodata.sim.faults import KINDS, Fault
+from ros_robodata.sim.faults import FAULT_SYNTAX, KINDS, Fault, parse_fault
 from ros_robodata.sim.samples import DEFAULT_RATES_HZ
 
 STREAMS = tuple(DEFAULT_RATES_HZ)
@@ -27,13 +27,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--seed', type=int, default=0, help='seed of the first episode (default 0)')
     p.add_argument('--mode', choices=['teleop', 'kinesthetic'], default='teleop', help='demonstration mode')
     p.add_argument('--image-size', default='320x240', metavar='WxH', help='camera image size (default 320x240)')
-    p.add_argument('--fault', action='append', default=[], metavar='STREAM:KIND:START:END[:MAGNITUDE]',
+    p.add_argument('--fault', action='append', default=[], metavar=FAULT_SYNTAX,
                    help='inject a fault into every episode, e.g. camera/wrist:blur:2:3 or wrench:spike:4:4.02 '
                         f'(kinds: {", ".join(KINDS)}; streams: {", ".join(STREAMS)}); repeatable')
     p.set_defaults(func=run)
 
 
-def _image_size(text: str) -> tuple[int, int]:
+def image_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split('x'))
     except ValueError:
@@ -43,23 +43,17 @@ def _image_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def _fault(text: str) -> Fault:
-    parts = text.split(':')
-    if len(parts) not in (4, 5):
-        raise RobodataError(f'--fault {text!r}: expected STREAM:KIND:START:END[:MAGNITUDE]')
-    stream, kind = parts[0], parts[1]
-    if stream not in STREAMS:
-        raise RobodataError(f'--fault {text!r}: unknown stream {stream!r} (one of {", ".join(STREAMS)})')
+def fault(text: str) -> Fault:
+    """--fault TEXT, for argparse: one line saying what is wrong."""
     try:
-        numbers = [float(v) for v in parts[2:]]
-        return Fault(stream, kind, numbers[0], numbers[1], magnitude=numbers[2] if len(numbers) > 2 else None)
+        return parse_fault(text)
     except ValueError as err:
-        raise RobodataError(f'--fault {text!r}: {err}') from None
+        raise RobodataError(f'--fault {err}') from None
 
 
 def run(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise RobodataError('--episodes must be at least 1')
-    args.faults = [_fault(text) for text in args.fault]
-    size = _image_size(args.image_size)
+    args.faults = [fault(text) for text in args.fault]
+    size = image_size(args.image_size)
     return require_ros('demo', 'the demo').run_demo(args, size)

@@ -22,6 +22,7 @@ from ros_robodata.cli import (
     score_cmd,
     segment_cmd,
     session_cmd,
+    sim_cmd,
 )
 from ros_robodata.errors import RobodataError
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     record_cmd.add_parser(sub)
     keys_cmd.add_parser(sub)
     demo_cmd.add_parser(sub)
+    sim_cmd.add_parser(sub)
     segment_cmd.add_parser(sub)
     score_cmd.add_parser(sub)
     report_cmd.add_parser(sub)

@@ -170,8 +170,11 @@ def run_nodes(
     *,
     on_shutdown: Callable[[list[Node], str], None] | None = None,
     after_start: Callable[[list[Node]], None] | None = None,
+    main_loop: Callable[[list[Node], Any, StopRequest], None] | None = None,
 ) -> int:
     """Several nodes in one process and one executor (what `robodata session` runs), until Ctrl-C or SIGTERM.
+    `main_loop(nodes, executor, stop)`, when given, replaces the spin loop (a node with work of its own, like the
+    simulated cell): it spins the executor itself and returns once `stop.reason` is set or its work is done.
 
     Shutdown, in order: callbacks stop (subscriptions, timers, services destroyed), `on_shutdown` closes what is
     open (a running episode becomes `interrupted` and its STOP is published), reliable publishers deliver what
@@ -189,9 +192,11 @@ def run_nodes(
             executor.add_node(node)
         if after_start is not None:
             after_start(nodes)
+        if main_loop is not None:
+            main_loop(nodes, executor, stop)
         # EventsExecutor.spin() (rclpy 7.1) never serves service requests from other processes;
         # a spin_once loop does, at the same message throughput.
-        while not stop.reason and rclpy.ok():
+        while main_loop is None and not stop.reason and rclpy.ok():
             executor.spin_once(timeout_sec=0.2)
         reason = stop.reason or 'shut down'
     except (KeyboardInterrupt, ExternalShutdownException):

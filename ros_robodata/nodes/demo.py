@@ -38,8 +38,6 @@ from ros_robodata.paths import config_path
 
 TASK = 'pick_place_cube'
 OPERATOR = 'scripted'
-# After the cell's last sample, before the stop: lets DDS deliver what is in flight into this episode.
-_LINGER_S = 0.1
 _STOP_TIMEOUT_S = 60.0
 _SHOWN = ('grasp', 'lift', 'release', 'grasp_failed')
 
@@ -144,46 +142,50 @@ class _Demo:
         return 0
 
     def _episodes(self, recorder: Any, sim: Any) -> None:
-
-        from ros_robodata.console import stderr
+        """The scripted operator at the keys: the cell acts out episode after episode on one timeline (sim/rig.py);
+        each is started when its script begins, labelled with the outcome the physics gives and stopped."""
         from ros_robodata.dataset import Dataset
 
         args = self.args
         dataset = Dataset.open(self.dataset_root)
         columns = (TextColumn('{task.description}'), BarColumn(), TextColumn('{task.completed}/{task.total}'),
                    TimeElapsedColumn())
+        pending: list[dict[str, Any]] = []
         with Progress(*columns, console=stderr, transient=False) as progress:
             overall = progress.add_task('episodes', total=args.episodes)
-            for i in range(args.episodes):
-                seed = args.seed + i
-                label = f'episode {i + 1}/{args.episodes} (seed {seed})'
-                progress.update(overall, description=f'{label}: building the cell')
-                state: dict[str, Any] = {'label': label, 'id': '', 'shown': 0.0}
+            shown = [0.0]
 
-                def on_start(state: dict[str, Any] = state) -> None:
-                    state['id'] = recorder.recorder.request_start(TASK, OPERATOR, args.mode)
-                    state['label'] = f'{state["label"]} {state["id"]}'
-                    progress.update(overall, description=f'{state["label"]}: recording')
+            def on_event(event: Any, _stamp_ns: int) -> None:
+                label = f'episode {event.index + 1}/{args.episodes} (seed {event.seed})'
+                if event.kind == 'begin':
+                    episode_id = recorder.recorder.request_start(TASK, OPERATOR, args.mode)
+                    pending.append({'id': episode_id, 'label': f'{label} {episode_id}'})
+                    progress.update(overall, description=f'{label} {episode_id}: recording')
+                elif event.kind == 'done':
+                    row = pending[-1]
+                    recorder.recorder.request_outcome(event.truth['outcome'], f'scripted operator (seed {event.seed})')
+                    recorder.recorder.request_stop()
+                    row['truth'] = event.truth
+                    self.rows.append(row)
+                    progress.update(overall, advance=1, description=f'{label}: {event.truth["outcome"]}')
 
-                def on_step(t: float, state: dict[str, Any] = state) -> None:
-                    if t - state['shown'] >= 0.25:
-                        state['shown'] = t
-                        progress.update(overall, description=f'{state["label"]}: {t:4.1f} s')
+            def running() -> bool:
+                now = time.monotonic()
+                if pending and 'truth' not in pending[-1] and now - shown[0] >= 0.25:
+                    shown[0] = now
+                    progress.update(overall, description=f'{pending[-1]["label"]}: {rig.cell.time:4.1f} s')
+                return True
 
-                truth = sim.cell.run_episode(seed, i, args.mode, faults=getattr(args, 'faults', None) or None,
-                                             on_start=on_start, on_step=on_step)
-                episode_id = state['id']
-                time.sleep(_LINGER_S)
-                recorder.recorder.request_outcome(truth['outcome'], f'scripted operator (seed {seed})')
-                recorder.recorder.request_stop()
-                if not self._stop_event(episode_id).wait(_STOP_TIMEOUT_S):
-                    raise RobodataError(f'episode {episode_id}: the recorder did not close it within '
+            with sim.cell.rig(args.seed, args.mode, episodes=args.episodes,
+                              faults=getattr(args, 'faults', None) or None) as rig:
+                sim.cell.run(rig, running, on_event, time.sleep)
+            for row in self.rows:
+                if not self._stop_event(row['id']).wait(_STOP_TIMEOUT_S):
+                    raise RobodataError(f'episode {row["id"]}: the recorder did not close it within '
                                         f'{_STOP_TIMEOUT_S:g} s')
-                truth['episode_id'] = episode_id
-                path = dataset.episode_dir(episode_id) / 'ground_truth.json'
-                path.write_text(json.dumps(truth, indent=2) + '\n')
-                self.rows.append({'id': episode_id, 'truth': truth})
-                progress.update(overall, advance=1, description=f'{label}: {truth["outcome"]}')
+                row['truth']['episode_id'] = row['id']
+                path = dataset.episode_dir(row['id']) / 'ground_truth.json'
+                path.write_text(json.dumps(row['truth'], indent=2) + '\n')
             progress.update(overall, description='episodes recorded')
 
     def _offline(self) -> None:

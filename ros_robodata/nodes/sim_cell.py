@@ -1,12 +1,15 @@
-"""Node `sim_cell`: the simulated teleop cell (ros_robodata.sim) published at real rates on the profile's topics.
+"""Node `sim_cell`: the simulated teleop cell (ros_robodata.sim) as a rig, published at real rates on the profile's
+topics, episode after episode on one unbroken timeline (ros_robodata.sim.rig.SimRig).
 
 Every stream of the robot profile the cell can produce is published with header stamps on the node's clock
-(wall time): episode start + the sample's sim time, the sim paced to the wall clock. `/robot_description` is
-latched (transient local). With `publish_clock`, the cell's time also goes out on /clock (rosgraph_msgs/Clock),
-for nodes run with use_sim_time; the cell runs in real time either way.
+(wall time): the rig's start + rig time, the sim paced to the wall clock. `/robot_description` is latched
+(transient local). With `publish_clock`, the cell's time also goes out on /clock (rosgraph_msgs/Clock), for
+nodes run with use_sim_time; the cell runs in real time either way.
 
-Parameters: profile, seed, episodes, image_width, image_height, mode, publish_clock. `main()` runs `episodes`
-episodes back to back (seed + i for episode i) and exits; `robodata demo` drives SimCellPublisher.run_episode itself.
+With start=auto the scripted operator acts out one episode after another and, like a person at the keys, starts,
+labels and stops each on the recorder (parameter `recorder`); with start=key the cell waits at home for the
+operator's start key and goes home at the stop key (both seen on /robodata/episode_events). `robodata sim` runs
+it; `robodata demo` uses SimCellPublisher with the recorder in the same process.
 """
 
 from __future__ import annotations
@@ -17,17 +20,24 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import rclpy
 from geometry_msgs.msg import TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
-from ros_robodata.nodes.common import declare, run_node
+from ros_robodata.msg import EpisodeEvent
+from ros_robodata.nodes.common import StopRequest, declare, run_nodes
 from ros_robodata.profile import Profile, load_profile
 from ros_robodata.sim import samples as S
+from ros_robodata.sim.faults import FAULT_SYNTAX, parse_fault
+from ros_robodata.sim.rig import STARTS, RigEvent, SimRig
+from ros_robodata.srv import SetOutcome, StartEpisode
 
 # The profile role each sim stream is published under, and the message type it needs.
 _ROLE_OF = {S.JOINT_STATES: 'joint_states', S.GRIPPER: 'gripper', S.WRENCH: 'wrench', S.COMMAND: 'actions',
@@ -40,6 +50,7 @@ _CLASS_OF = {'sensor_msgs/msg/JointState': JointState, 'geometry_msgs/msg/Wrench
              'geometry_msgs/msg/TwistStamped': TwistStamped, 'sensor_msgs/msg/Image': Image,
              'sensor_msgs/msg/PointCloud2': PointCloud2}
 DESCRIPTION_TOPIC = '/robot_description'
+EVENTS_TOPIC = '/robodata/episode_events'
 _CLOUD_FIELDS = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
                  for i, n in enumerate(('x', 'y', 'z', 'intensity'))]
 _PACE_S = 0.004  # sleep between sim steps: the sim runs ahead of the wall clock by at most this
@@ -146,13 +157,17 @@ class SimCellPublisher:
         msg.data = points.tobytes()
         return _stamp(msg, ns, d.frame_id)
 
-    def publish(self, sample: S.Sample, start_ns: int) -> None:
-        """Publish one sample, stamped at `start_ns` + its sim time."""
+    def publish(self, sample: S.Sample, stamp_ns: int) -> None:
+        """Publish one sample with header stamp `stamp_ns`."""
         publisher = self.publishers.get(sample.stream)
         if publisher is not None:
-            publisher.publish(self._make[sample.stream](sample.data, start_ns + round(sample.stamp * 1e9)))
+            publisher.publish(self._make[sample.stream](sample.data, stamp_ns))
 
-    # -- episodes ---------------------------------------------------------------------------------
+    def publish_clock(self, now_ns: int) -> None:
+        if self.clock_publisher is not None:
+            tick = Clock()
+            tick.clock.sec, tick.clock.nanosec = divmod(now_ns, 1_000_000_000)
+            self.clock_publisher.publish(tick)
 
     def wait_for_subscribers(self, count: int = 1, timeout_s: float = 10.0) -> bool:
         """Until every stream has `count` matched subscribers (what is published before is lost to them)."""
@@ -163,36 +178,29 @@ class SimCellPublisher:
             time.sleep(0.05)
         return False
 
-    def run_episode(self, seed: int, episode_index: int, mode: str = 'teleop', faults: list | None = None,
-                    *, on_start: Callable[[], None] | None = None,
-                    on_step: Callable[[float], None] | None = None) -> dict:
-        """Step a SimCell paced to the wall clock, publishing every sample as it falls due; the ground truth.
+    def rig(self, seed: int, mode: str = 'teleop', *, start: str = 'auto', episodes: int = 0,
+            faults: list | None = None) -> SimRig:
+        """A SimRig producing what this node publishes (its streams, rates and image size)."""
+        return SimRig(seed, mode, start=start, episodes=episodes, faults=faults, streams=list(self.publishers),
+                      rates=self.rates, image_size=self.image_size)
 
-        on_start() is called once the cell is built (model compiled, renderer up), just before its time starts:
-        the place to start recording. on_step(sim_time_s) is called after each step; it must be quick.
-        """
-        from ros_robodata.sim.cell import SimCell
-
-        clock = self.node.get_clock()
-        with SimCell(seed, episode_index, mode=mode, faults=faults, streams=list(self.publishers), rates=self.rates,
-                     image_size=self.image_size) as cell:
-            if on_start is not None:
-                on_start()
-            start_ns = clock.now().nanoseconds
-            t0 = time.monotonic()
-            while not cell.finished:
-                for sample in cell.step_until(time.monotonic() - t0):
-                    self.publish(sample, start_ns)
-                if self.clock_publisher is not None:
-                    tick = Clock()
-                    tick.clock.sec, tick.clock.nanosec = divmod(start_ns + round(cell.time * 1e9), 1_000_000_000)
-                    self.clock_publisher.publish(tick)
-                if on_step is not None:
-                    on_step(cell.time)
-                time.sleep(_PACE_S)
-            truth = cell.ground_truth()
-        truth['start_ns'] = start_ns
-        return truth
+    def run(self, rig: SimRig, running: Callable[[], bool], on_event: Callable[[RigEvent, int], None],
+            spin: Callable[[float], None]) -> None:
+        """Publish the rig's samples as they fall due on the wall clock until `running()` is false or the rig is
+        finished: stamps are the node's clock at the rig's start plus rig time. `spin(timeout)` lets ROS work
+        (service replies, subscriptions) between steps; on_event(event, stamp_ns) hears what the rig did."""
+        start_ns = self.node.get_clock().now().nanoseconds
+        t0 = time.monotonic()
+        while running() and not rig.finished:
+            samples, events = rig.step_until(time.monotonic() - t0)
+            for stamp, sample in samples:
+                self.publish(sample, start_ns + stamp)
+            self.publish_clock(start_ns + rig.now_ns)
+            for event in events:
+                if 'start_ns' in event.truth:  # ground truth times count from the scene's start, on this clock
+                    event.truth['start_ns'] += start_ns
+                on_event(event, start_ns + event.at_ns)
+            spin(_PACE_S)
 
 
 class SimCellNode(Node):
@@ -200,31 +208,121 @@ class SimCellNode(Node):
         super().__init__('sim_cell', **kwargs)
         profile = declare(self, 'profile', '', 'Robot profile YAML whose topics the cell publishes (required)')
         self.seed = declare(self, 'seed', 0, 'Seed of the first episode; episode i uses seed + i')
-        self.episodes = declare(self, 'episodes', 6, 'Episodes to run back to back before exiting')
+        self.episodes = declare(self, 'episodes', 0, 'Episodes to act out before exiting (0: until stopped)')
         width = declare(self, 'image_width', 320, 'Camera image width (px)')
         height = declare(self, 'image_height', 240, 'Camera image height (px)')
         self.mode = declare(self, 'mode', 'teleop', 'Demonstration mode: teleop | kinesthetic')
+        self.start = declare(self, 'start', 'auto',
+                             'auto: the scripted operator starts each episode and presses start and stop on the '
+                             'recorder; key: the cell waits at home for the start key (robodata keys) and goes '
+                             'home at the stop key')
+        self.recorder = declare(self, 'recorder', '/recorder',
+                                'With start=auto, the recorder node the scripted operator drives (empty: none, the '
+                                'cell only publishes)').rstrip('/')
+        faults = declare(self, 'faults', '', 'Faults injected into every episode, `;`-separated, each '
+                         f'{FAULT_SYNTAX} (seconds from the scene\'s start), e.g. camera/scene:silent:3:6')
         publish_clock = declare(self, 'publish_clock', False, 'Publish the cell\'s time on /clock (for use_sim_time)')
         if not profile:
             raise RobodataError('parameter `profile` is required')
         if self.mode not in ('teleop', 'kinesthetic'):
             raise RobodataError(f'parameter `mode`: {self.mode!r} is not teleop or kinesthetic')
+        if self.start not in STARTS:
+            raise RobodataError(f'parameter `start`: {self.start!r} is not auto or key')
+        try:
+            self.faults = [parse_fault(text) for text in faults.split(';') if text.strip()]
+        except ValueError as err:
+            raise RobodataError(f'parameter `faults`: {err}') from None
+        if int(self.episodes) < 0:
+            raise RobodataError(f'parameter `episodes`: {self.episodes} is negative (0 runs until stopped)')
         self.cell = SimCellPublisher(self, profile, image_size=(int(width), int(height)),
                                      publish_clock=bool(publish_clock))
+        self._rig: SimRig | None = None
+        self._calls: list[Future] = []
+        self._warned_no_recorder = False
+        self._recorder_clients: dict[str, Any] = {}
+        if self.start == 'auto' and self.recorder:
+            self._recorder_clients = {'start': self.create_client(StartEpisode, f'{self.recorder}/start_episode'),
+                             'stop': self.create_client(Trigger, f'{self.recorder}/stop_episode'),
+                             'outcome': self.create_client(SetOutcome, f'{self.recorder}/set_outcome')}
+        if self.start == 'key':  # volatile: a START from before this cell ran is not a key press for it
+            self.create_subscription(EpisodeEvent, EVENTS_TOPIC, self._on_episode_event, QoSProfile(depth=10))
+
+    # -- the operator's keys, seen as the recorder's events (start=key) ---------------------------
+
+    def _on_episode_event(self, msg: EpisodeEvent) -> None:
+        rig = self._rig
+        if rig is None:
+            return
+        if msg.event == EpisodeEvent.START:
+            if rig.begin():
+                self.get_logger().info(f'episode {msg.episode_id}: the operator starts (seed {rig.seed_now})')
+            else:
+                self.get_logger().warning(f'episode {msg.episode_id} started while the cell is still setting up '
+                                          'the next scene: it acts nothing out until that is done')
+        elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD):
+            rig.end()
+
+    # -- what the rig did ---------------------------------------------------------------------------
+
+    def on_rig_event(self, event: RigEvent, stamp_ns: int) -> None:
+        log = self.get_logger()
+        if event.kind == 'ready':
+            log.info(f'scene {event.index + 1} (seed {event.seed}) ready: press space in `robodata keys` to start')
+        elif event.kind == 'begin':
+            log.info(f'episode {event.index + 1} (seed {event.seed}) begins')
+            self._call('start', StartEpisode.Request(operator_name='scripted', mode=self.mode))
+        elif event.kind == 'done':
+            truth = event.truth
+            cut = ' (stopped before it was through)' if truth.get('cut_short') else ''
+            log.info(f'episode {event.index + 1} (seed {event.seed}): {truth.get("outcome")}, '
+                     f'{truth.get("duration_s", 0.0):.1f} s{cut}'
+                     + ('; label it (s/f/r) and stop it (space)' if self.start == 'key' and not cut else ''))
+            self._call('outcome', SetOutcome.Request(outcome=str(truth.get('outcome', 'unknown')),
+                                                     notes=f'scripted operator (seed {event.seed})'))
+            self._call('stop', Trigger.Request())
+
+    def _call(self, service: str, request: Any) -> None:
+        client = self._recorder_clients.get(service)
+        if client is None:
+            return
+        if not client.service_is_ready():
+            if not self._warned_no_recorder:
+                self._warned_no_recorder = True
+                self.get_logger().warning(f'no recorder answers at {self.recorder}: the cell publishes, nothing is '
+                                          'recorded (start `robodata record` or `robodata session`)')
+            return
+        future = client.call_async(request)
+        future.add_done_callback(lambda f, what=service: self._answered(what, f))
+        self._calls.append(future)
+
+    def _answered(self, service: str, future: Future) -> None:
+        response = future.result()
+        if response is not None and not response.success:
+            self.get_logger().warning(f'recorder: {service} not done: {response.message}')
+
+    def calls_pending(self) -> bool:
+        self._calls = [f for f in self._calls if not f.done()]
+        return bool(self._calls)
 
 
-def _run_episodes(node: SimCellNode) -> None:
+def _run(nodes: list[Node], executor: Any, stop: StopRequest) -> None:
+    """The cell's main loop: publish the rig in real time, let ROS work between steps, until stopped or done."""
+    node = nodes[0]
+    assert isinstance(node, SimCellNode)
     node.cell.wait_for_subscribers(timeout_s=2.0)
-    for i in range(int(node.episodes)):
-        truth = node.cell.run_episode(int(node.seed) + i, i, node.mode)
-        node.get_logger().info(f'episode {i} (seed {int(node.seed) + i}): {truth["outcome"]}, '
-                               f'{truth["duration_s"]:.1f} s')
-        time.sleep(0.5)
-    raise KeyboardInterrupt  # done: leave run_node's spin loop the clean way
+    with node.cell.rig(int(node.seed), node.mode, start=node.start, episodes=int(node.episodes),
+                       faults=node.faults) as rig:
+        node._rig = rig
+        node.cell.run(rig, lambda: not stop.reason and rclpy.ok(), node.on_rig_event,
+                      lambda timeout: executor.spin_once(timeout_sec=timeout))
+        deadline = time.monotonic() + 5.0  # the last stop and outcome reach the recorder before the cell goes
+        while node.calls_pending() and time.monotonic() < deadline and not stop.reason:
+            executor.spin_once(timeout_sec=0.05)
+        node._rig = None
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(SimCellNode, args, after_start=_run_episodes)
+    return run_nodes([SimCellNode], args, main_loop=_run)
 
 
 if __name__ == '__main__':

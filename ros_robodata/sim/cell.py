@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -47,6 +48,23 @@ _HAND_KP = np.array([2000.0, 2000.0, 2000.0])
 _HAND_KD = np.array([150.0, 150.0, 150.0])
 
 
+# Going home between episodes, as a person resets the arm: no faster than this, and gently.
+_HOME_SPEED = 0.15
+_HOME_ACCEL = 0.5
+_AT_HOME_M = 0.003
+PHASES = ('hold', 'script', 'home')  # waiting for the start key, acting the episode out, going home
+
+
+@dataclass(frozen=True)
+class ArmState:
+    """The robot's joints where one cell ended, for the next to start from (a rig does not teleport)."""
+
+    arm_q: np.ndarray
+    arm_v: np.ndarray
+    finger_q: float
+    finger_v: float
+
+
 def _yaw(quat: np.ndarray) -> float:
     w, x, y, z = quat
     return float(math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
@@ -68,6 +86,8 @@ class SimCell:
         max_duration_s: float = 45.0,
         settle_s: float = 0.5,
         timestep: float = 0.001,
+        start_state: ArmState | None = None,
+        wait_for_begin: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f'mode {mode!r} is not one of {", ".join(MODES)}')
@@ -103,10 +123,20 @@ class SimCell:
         d.qpos[self._finger_q] = FINGER_OPEN
         d.ctrl[:4] = d.qpos[self._arm_q[:4]]
         d.ctrl[self._finger_act] = FINGER_OPEN
+        if start_state is not None:  # where the previous episode left the arm
+            d.qpos[self._arm_q] = start_state.arm_q
+            d.qvel[self._arm_v] = start_state.arm_v
+            d.qpos[self._finger_q], d.qvel[self._finger_v] = start_state.finger_q, start_state.finger_v
+            q = start_state.arm_q
+            self._target = np.array([q[0], q[1], q[2] + self._tcp_z0, q[3]])
+            d.ctrl[:4] = self._joint_goal(self._target)
         if mode == 'kinesthetic':  # the gantry is back-drivable: its position servos are off, the hand moves it
             m.actuator_gainprm[:3, 0] = 0.0
             m.actuator_biasprm[:3, :3] = 0.0
         mujoco.mj_forward(m, d)
+        self.phase = 'hold' if wait_for_begin else 'script'
+        self._begun_at: float | None = None if wait_for_begin else 0.0
+        self._home_vel = np.zeros(4)
 
         self._cmd = Command(np.zeros(4), FINGER_OPEN, 1.0)
         self._truth = GroundTruth(float(d.qpos[self._obj_q + 2]), self.scene.zone_center, self.scene.zone_radius)
@@ -120,15 +150,44 @@ class SimCell:
 
     # --- timing ------------------------------------------------------------------------------------
     @property
+    def timestep(self) -> float:
+        """Physics step (s)."""
+        return self._dt
+
+    @property
     def time(self) -> float:
         """Sim seconds since the episode began."""
         return self._step * self._dt
 
     @property
     def finished(self) -> bool:
-        """The operator is done and things settled, or the episode ran too long."""
+        """The operator is done and things settled, or the episode ran too long (never before it began)."""
+        if self._begun_at is None:
+            return False
         done_at = self.operator.done_at
-        return (done_at is not None and self.time >= done_at + self.settle_s) or self.time >= self.max_duration_s
+        return (done_at is not None and self.time >= done_at + self.settle_s) or \
+            self.time - self._begun_at >= self.max_duration_s
+
+    def begin(self) -> None:
+        """The operator starts acting the episode out (a cell made with wait_for_begin holds until then)."""
+        if self.phase == 'hold':
+            self.phase, self._begun_at = 'script', self.time
+
+    def go_home(self) -> None:
+        """The episode is over: the arm goes back to its home pose with the fingers open."""
+        self.phase = 'home'
+
+    @property
+    def at_home(self) -> bool:
+        d = self.data
+        pose = np.array([*d.site('tcp').xpos, d.qpos[self._arm_q[3]]])
+        still = float(np.linalg.norm(d.qvel[self._arm_v[:3]])) < 0.005
+        return bool(np.linalg.norm(pose - _HOME) < _AT_HOME_M and still)
+
+    def arm_state(self) -> ArmState:
+        d = self.data
+        return ArmState(d.qpos[self._arm_q].copy(), d.qvel[self._arm_v].copy(), float(d.qpos[self._finger_q]),
+                        float(d.qvel[self._finger_v]))
 
     def _steps(self, t: float) -> int:
         return math.ceil(t / self._dt - 1e-6)
@@ -179,7 +238,7 @@ class SimCell:
     def _control(self) -> None:
         """100 Hz: the operator's command moves the setpoint (teleop device or the person's hand)."""
         obs = self._observe()
-        self._cmd = self.operator.act(obs)
+        self._cmd = self.operator.act(obs) if self.phase == 'script' else self._homing(obs)
         actual = np.array([*obs.tcp, obs.yaw])
         self._target = np.clip(self._target + self._cmd.velocity * CONTROL_DT, actual - 0.05, actual + 0.05)
         d = self.data
@@ -188,6 +247,19 @@ class SimCell:
         d.ctrl[self._finger_act] = self._cmd.gripper_position
         f = max(0.05, self._cmd.gripper_effort) * MAX_GRIP_N
         self.model.actuator_forcerange[self._finger_act] = (-f, f)
+
+    def _homing(self, obs: Observation) -> Command:
+        """Towards the home pose with limited speed and acceleration, fingers open (also while holding)."""
+        err = _HOME - np.array([*obs.tcp, obs.yaw])
+        dist = float(np.linalg.norm(err[:3]))
+        want = np.zeros(4)
+        if dist > 1e-6:
+            want[:3] = err[:3] / dist * min(_HOME_SPEED, np.sqrt(2 * _HOME_ACCEL * dist) * 0.8, 3.0 * dist)
+        want[3] = float(np.clip(3.0 * err[3], -1.0, 1.0))
+        step = _HOME_ACCEL * CONTROL_DT
+        self._home_vel[:3] += np.clip(want[:3] - self._home_vel[:3], -step, step)
+        self._home_vel[3] = want[3]
+        return Command(self._home_vel.copy(), FINGER_OPEN, 1.0)
 
     def _hand_force(self) -> None:
         d = self.data
@@ -264,6 +336,7 @@ class SimCell:
                 'episode_index': self.episode_index,
                 'mode': self.mode,
                 'duration_s': round(self.time, 4),
+                'begun_s': round(self._begun_at, 4) if self._begun_at is not None else None,  # the script's start
                 'object': {
                     'shape': t.shape,
                     'half_size_m': list(t.half_size),

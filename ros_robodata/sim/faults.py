@@ -37,6 +37,30 @@ class Fault:
         return self.start_s <= t < self.end_s
 
 
+FAULT_SYNTAX = 'STREAM:KIND:START:END[:MAGNITUDE]'
+
+
+def parse_fault(text: str) -> Fault:
+    """A fault as the command line and the sim node's `faults` parameter write it, e.g. camera/wrist:blur:2:3
+    (times in seconds of each episode); ValueError saying what is wrong."""
+    from ros_robodata.sim.samples import DEFAULT_RATES_HZ
+
+    parts = text.strip().split(':')
+    if len(parts) not in (4, 5):
+        raise ValueError(f'{text!r}: expected {FAULT_SYNTAX}')
+    stream, kind = parts[0], parts[1]
+    if stream not in DEFAULT_RATES_HZ:
+        raise ValueError(f'{text!r}: unknown stream {stream!r} (one of {", ".join(DEFAULT_RATES_HZ)})')
+    try:
+        numbers = [float(v) for v in parts[2:]]
+    except ValueError:
+        raise ValueError(f'{text!r}: START, END and MAGNITUDE are numbers (seconds; px, N or s)') from None
+    try:
+        return Fault(stream, kind, numbers[0], numbers[1], magnitude=numbers[2] if len(numbers) > 2 else None)
+    except ValueError as err:
+        raise ValueError(f'{text!r}: {err}') from None
+
+
 _DEFAULT_MAGNITUDE = {'blur': 21.0, 'spike': 250.0, 'clock_jump': 0.5}
 
 
