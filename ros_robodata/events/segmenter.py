@@ -85,17 +85,23 @@ class Segmenter:
         """A message of one of `topics` as CDR bytes (from a bag), parsed directly when the layout is the plain
         one, else through `decode()`; the events it confirmed. `received_ns`: when it was received (a bag's log
         time), for `since_ns`."""
+        sample = self.read(topic, data, decode)
+        return [] if sample is None else self.add(*sample, received_ns)
+
+    def read(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any]
+             ) -> tuple[str, GripperReading | WrenchReading] | None:
+        """The role and reading of one message (None: not one the detector reads), for `add`."""
         role = self.topics.get(topic)
         if role == WRENCH:
-            return self.add(WRENCH, read_wrench(data, decode), received_ns)
+            return WRENCH, read_wrench(data, decode)
         if role != GRIPPER:
-            return []
+            return None
         reading = read_gripper(data, self.gripper_joint, decode)
         if reading is None:
             skipped = self.detector.skipped
             skipped['gripper_joint_missing'] = skipped.get('gripper_joint_missing', 0) + 1
-            return []
-        return self.add(GRIPPER, reading, received_ns)
+            return None
+        return GRIPPER, reading
 
     def add(self, role: str, reading: GripperReading | WrenchReading, received_ns: int | None = None) -> list[Event]:
         if self.since_ns is not None and before_input_start(self.since_ns, reading.stamp_ns, received_ns):

@@ -78,12 +78,14 @@ class RecorderNode(Node):
         # what silence is judged on, with the rule the quality monitor applies too.
         self._last_receive: dict[str, int] = {}
         self._subscribed_at: dict[str, int] = {}
+        self._resumed_at: dict[str, int] = {}  # when each topic came back after a silence
         self._discovery = TopicDiscovery(self, {spec.topic: spec for _, spec in self.profile.all_topics()},
                                          self._subscribe, self._discovery_period)
         self.create_service(StartEpisode, '~/start_episode', self._on_start)
         self.create_service(Trigger, '~/stop_episode', self._on_stop)
         self.create_service(Trigger, '~/discard_episode', self._on_discard)
         self.create_service(SetOutcome, '~/set_outcome', self._on_set_outcome)
+        self._diagnostics_period_ns = round(diagnostics_period * 1e9)
         self.create_timer(diagnostics_period, self._publish_diagnostics)
         self.get_logger().info(
             f'recording {len(self._pending) + len(self._recorded)} topic(s) of {self.profile.robot.name} '
@@ -113,10 +115,14 @@ class RecorderNode(Node):
                                f'{", transient local" if durable else ""})')
 
     def _receiver(self, topic: str) -> Any:
-        on_message, clock, last = self.recorder.on_message, self._clock_ns, self._last_receive
+        on_message, clock = self.recorder.on_message, self._clock_ns
+        last, resumed = self._last_receive, self._resumed_at
+        silent_ns = round(self.profile.quality.silent_after_s * 1e9)
 
         def receive(data: bytes) -> None:
             now = clock()
+            if now - last.get(topic, now) > silent_ns:
+                resumed[topic] = now
             last[topic] = now
             on_message(topic, data, now)
 
@@ -218,13 +224,16 @@ class RecorderNode(Node):
         for topic, t in sorted(status['topics'].items()):
             item = DiagnosticStatus(name=f'robodata recorder: {topic}', hardware_id=self.profile.robot.name)
             item.level, item.message = DiagnosticStatus.OK, f'{t["received"]} received'
-            if t['missing']:
-                item.level, item.message = DiagnosticStatus.WARN, f'{t["missing"]} sample(s) lost in the last period'
             quiet = None
             if t['expected_rate_hz'] and not t['latched'] and topic in self._subscribed_at:  # a rate to keep
                 quiet = silence(self._last_receive.get(topic), now, self._subscribed_at[topic], silent_after)
             if quiet is not None:
                 item.level, item.message = DiagnosticStatus.ERROR, f'silent for {quiet:.1f} s'
+            elif t['missing'] and now - self._resumed_at.get(topic, 0) <= 3 * self._diagnostics_period_ns:
+                # The samples a silence took, counted when the topic is back: the same problem, already said.
+                item.message += f', back after a silence ({t["missing"]} sample(s) missing)'
+            elif t['missing']:
+                item.level, item.message = DiagnosticStatus.WARN, f'{t["missing"]} sample(s) lost in the last period'
             item.values = [KeyValue(key='count', value=str(t['count'])), KeyValue(key='lost', value=str(t['lost']))]
             array.status.append(item)
         self._diagnostics.publish(array)

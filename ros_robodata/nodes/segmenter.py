@@ -38,7 +38,7 @@ _COLOURS = {'grasp_start': (0.6, 0.6, 1.0), 'contact': (1.0, 0.8, 0.2), 'contact
             'release': (1.0, 0.5, 1.0)}
 # Samples are kept this much longer than the pre-roll: the START event comes after the operator's start (the
 # recorder announces it once the bag is open).
-_KEEP_MARGIN_S = 10.0
+_KEEP_MARGIN_S = 3.0
 
 
 class SegmenterNode(Node):
@@ -56,7 +56,7 @@ class SegmenterNode(Node):
         self._options = {'use_gripper': use_gripper, 'use_wrench': use_wrench}
         self.segmenter = Segmenter(self.profile, **self._options)
         self.episode_id = ''
-        self._kept: deque[tuple[str, Any, int, int]] = deque()  # (topic, message, stamp, received) as they came
+        self._kept: deque[tuple[str, Any, int]] = deque()  # (role, reading, received) as they came
         self._clock_ns = clock_of(self)
         self._keep_ns = round((self.profile.recording.pre_roll_s + _KEEP_MARGIN_S) * 1e9)
         self.published: list[SegmentEvent] = []
@@ -83,10 +83,13 @@ class SegmenterNode(Node):
 
         def receive(msg: Any) -> None:
             received = clock()
-            kept.append((topic, msg, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, received))
-            while kept and received - kept[0][3] > keep_ns:
+            sample = self.segmenter.read(topic, b'', lambda: msg)
+            if sample is None:
+                return
+            kept.append((*sample, received))
+            while kept and received - kept[0][2] > keep_ns:
                 kept.popleft()
-            for event in self.segmenter.add_message(topic, msg, received):
+            for event in self.segmenter.add(*sample, received):
                 self._publish(event)
 
         return receive
@@ -96,8 +99,8 @@ class SegmenterNode(Node):
             self.episode_id = msg.episode_id
             start = msg.data_start.sec * 1_000_000_000 + msg.data_start.nanosec
             self.segmenter = Segmenter(self.profile, since_ns=episode_input_start(start), **self._options)
-            for topic, sample, _, received in list(self._kept):  # the pre-roll and what came before this event
-                for event in self.segmenter.add_message(topic, sample, received):
+            for role, reading, received in list(self._kept):  # the pre-roll and what came before this event
+                for event in self.segmenter.add(role, reading, received):
                     self._publish(event)
         elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.episode_id:
             self.episode_id = ''

@@ -57,12 +57,12 @@ PHASES = ('hold', 'script', 'home')  # waiting for the start key, acting the epi
 
 @dataclass(frozen=True)
 class ArmState:
-    """The robot's joints where one cell ended, for the next to start from (a rig does not teleport)."""
+    """The robot where one cell ended, for the next to start from (a rig does not teleport): every joint that is
+    not a free object (the fingers' mirror joint too), by name, and what its servos were told."""
 
-    arm_q: np.ndarray
-    arm_v: np.ndarray
-    finger_q: float
-    finger_v: float
+    joints: dict[str, tuple[float, float]]  # name -> (position, velocity)
+    controls: dict[str, float]  # actuator name -> setpoint
+    target: np.ndarray  # the arm servos' setpoint (x, y, z, yaw): the arm sags below it under gravity
 
 
 def _yaw(quat: np.ndarray) -> float:
@@ -123,13 +123,13 @@ class SimCell:
         d.qpos[self._finger_q] = FINGER_OPEN
         d.ctrl[:4] = d.qpos[self._arm_q[:4]]
         d.ctrl[self._finger_act] = FINGER_OPEN
-        if start_state is not None:  # where the previous episode left the arm
-            d.qpos[self._arm_q] = start_state.arm_q
-            d.qvel[self._arm_v] = start_state.arm_v
-            d.qpos[self._finger_q], d.qvel[self._finger_v] = start_state.finger_q, start_state.finger_v
-            q = start_state.arm_q
-            self._target = np.array([q[0], q[1], q[2] + self._tcp_z0, q[3]])
-            d.ctrl[:4] = self._joint_goal(self._target)
+        if start_state is not None:  # where the previous episode left the robot
+            for name, (position, velocity) in start_state.joints.items():
+                joint = m.joint(name)
+                d.qpos[joint.qposadr[0]], d.qvel[joint.dofadr[0]] = position, velocity
+            for name, value in start_state.controls.items():
+                d.ctrl[m.actuator(name).id] = value
+            self._target = start_state.target.copy()
         if mode == 'kinesthetic':  # the gantry is back-drivable: its position servos are off, the hand moves it
             m.actuator_gainprm[:3, 0] = 0.0
             m.actuator_biasprm[:3, :3] = 0.0
@@ -186,8 +186,11 @@ class SimCell:
 
     def arm_state(self) -> ArmState:
         d = self.data
-        return ArmState(d.qpos[self._arm_q].copy(), d.qvel[self._arm_v].copy(), float(d.qpos[self._finger_q]),
-                        float(d.qvel[self._finger_v]))
+        m = self.model
+        joints = {m.joint(j).name: (float(d.qpos[m.jnt_qposadr[j]]), float(d.qvel[m.jnt_dofadr[j]]))
+                  for j in range(m.njnt) if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE}
+        controls = {m.actuator(i).name: float(d.ctrl[i]) for i in range(m.nu)}
+        return ArmState(joints, controls, self._target.copy())
 
     def _steps(self, t: float) -> int:
         return math.ceil(t / self._dt - 1e-6)

@@ -35,8 +35,11 @@ class Cameras:
         self._r.update_scene(data, camera=camera)
         frame = self._r.render().copy()
         if self._noise and self._rng is not None:
+            # A bank frame shifted by a random offset: two frames never carry the same noise (a repeat of the bank
+            # alone, 1 in 16, made runs that the frozen-camera check rightly flags every few minutes).
             up, down = self._noise[int(self._rng.integers(len(self._noise)))]
-            frame = cv2.subtract(cv2.add(frame, up), down)
+            shift = (int(self._rng.integers(frame.shape[0])), int(self._rng.integers(frame.shape[1])))
+            frame = cv2.subtract(cv2.add(frame, np.roll(up, shift, (0, 1))), np.roll(down, shift, (0, 1)))
         return frame
 
     def close(self) -> None:

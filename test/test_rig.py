@@ -1,0 +1,152 @@
+"""A day at the simulated rig, on real DDS: `robodata sim` acting out episodes, `robodata session` recording them,
+and what an operator sees meanwhile (the keys screen, /diagnostics). No alarm when nothing is wrong, exactly one
+when one camera goes silent, every episode whole, and live events equal to offline ones."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import Dataset
+from ros_robodata.msg import EpisodeEvent, QualityStatus
+from ros_robodata.record.keys_screen import KeysScreen
+from test.ros_rig import PROFILE, Client, client, new_domain, ros_env, stop_process
+
+_KINDS = {EpisodeEvent.START: 'start', EpisodeEvent.STOP: 'stop', EpisodeEvent.OUTCOME: 'outcome',
+          EpisodeEvent.DISCARD: 'discard'}
+SMALL_IMAGES = ['--image-size', '64x48']  # two cores run the sim, the session and this test
+
+
+def robodata(args: list[str], domain: int, log: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', *args], env=ros_env(domain),
+                            stdout=log.open('w'), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+class Operator:
+    """What `robodata keys` shows, fed from the same topics (its screen logic is KeysScreen), and every problem
+    /diagnostics reported."""
+
+    def __init__(self, c: Client) -> None:
+        self.screen = KeysScreen('/recorder')
+        self.screen.set_ready(True)
+        self.problems: list[tuple[float, str, str]] = []  # (time, status name, message) of non-OK diagnostics
+        self.t0 = time.monotonic()
+        any_publisher = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+        c.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, any_publisher)
+        c.node.create_subscription(QualityStatus, '/robodata/quality', self._quality, any_publisher)
+        c.node.create_subscription(EpisodeEvent, '/robodata/episode_events', self._event, 10)
+
+    def _diagnostics(self, msg: DiagnosticArray) -> None:
+        statuses = [(s.name, s.level[0] if isinstance(s.level, bytes) else int(s.level), s.message) for s in msg.status]
+        self.problems += [(time.monotonic() - self.t0, name, text) for name, level, text in statuses if level]
+        self.screen.on_diagnostics(statuses)
+
+    def _quality(self, msg: QualityStatus) -> None:
+        self.screen.on_quality(msg.check, msg.topic, int(msg.level), msg.message, msg.episode_id)
+
+    def _event(self, msg: EpisodeEvent) -> None:
+        self.screen.on_event(_KINDS[msg.event], msg.episode_id, task=msg.task, status=msg.status,
+                             outcome=msg.outcome)
+
+    def warnings(self) -> list[str]:
+        return [line for line in self.screen.render() if line.startswith('!')]
+
+
+def watch(c: Client, operator: Operator, seconds: float) -> list[tuple[float, list[str]]]:
+    """The keys screen's warning lines every 0.25 s for `seconds`."""
+    seen = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        c.spin_for(0.25)
+        seen.append((time.monotonic() - operator.t0, operator.warnings()))
+    return seen
+
+
+def clean_exit(proc: subprocess.Popen, log: Path) -> str:
+    assert stop_process(proc) == 0, log.read_text()[-3000:]
+    text = log.read_text()
+    for bad in ('Traceback', 'FATAL', 'Failed to publish', 'context is invalid'):
+        assert bad not in text, text[-3000:]
+    return text
+
+
+def test_a_minute_at_the_simulated_rig_raises_no_alarm_and_every_episode_is_whole(tmp_path):
+    domain = new_domain()
+    dataset = tmp_path / 'ds'
+    session = robodata(['session', '--profile', str(PROFILE), '--dataset', str(dataset), '--task', 'pick'],
+                       domain, tmp_path / 'session.log')
+    sim = None
+    try:
+        with client(domain) as c:
+            operator = Operator(c)
+            c.spin_for(2.0)
+            sim = robodata(['sim', *SMALL_IMAGES], domain, tmp_path / 'sim.log')
+            seen = watch(c, operator, 60.0)
+            running_until = time.monotonic() - operator.t0  # then the rig stops: its topics do go silent
+            clean_exit(sim, tmp_path / 'sim.log')
+    finally:
+        if sim is not None:
+            stop_process(sim)
+        session_log = clean_exit(session, tmp_path / 'session.log')
+
+    assert [p for p in operator.problems if p[0] < running_until] == [], operator.problems[:10]
+    assert [lines for _, lines in seen if lines] == []
+    data = Dataset.open(dataset)
+    episodes = [data.episode(i) for i in data.episode_ids()]
+    complete = [e for e in episodes if e.status == 'complete']
+    assert len(complete) >= 4, [(e.id, e.status) for e in episodes]
+    assert {e.outcome for e in complete} >= {'success', 'failure'}  # labelled by the scripted operator
+    for episode in episodes:
+        # One timeline across episodes: nothing lost, no gap in any stream's stamps (the pre-roll included).
+        assert episode.loss['total_lost'] == 0, (episode.id, episode.loss)
+    assert 'quality score 1.00' in session_log
+    done = subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', 'segment', str(dataset)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for episode in complete:  # live equals offline, exactly
+        with BagReader(data.bag_dir(episode.id)) as bag:
+            live = [(m.kind, m.header.stamp.sec * 10**9 + m.header.stamp.nanosec)
+                    for _, m in bag.read(['/robodata/events'])]
+        offline = json.loads((data.episode_dir(episode.id) / 'events.json').read_text())['events']
+        assert live == [(e['kind'], e['t_ns']) for e in offline] and live, episode.id
+
+
+def test_one_silent_camera_is_one_problem_once_and_clears(tmp_path):
+    domain = new_domain()
+    session = robodata(['session', '--profile', str(PROFILE), '--dataset', str(tmp_path / 'ds')], domain,
+                       tmp_path / 'session.log')
+    sim = None
+    try:
+        with client(domain) as c:
+            operator = Operator(c)
+            c.spin_for(2.0)
+            sim = robodata(['sim', *SMALL_IMAGES, '--episodes', '1', '--fault', 'camera/scene:silent:3:6'], domain,
+                           tmp_path / 'sim.log')
+            seen = watch(c, operator, 16.0)
+            assert sim.wait(30) == 0, (tmp_path / 'sim.log').read_text()
+    finally:
+        if sim is not None:
+            stop_process(sim)
+        clean_exit(session, tmp_path / 'session.log')
+
+    # /diagnostics: the recorder and the monitor both say it, about that camera only, and only that it is silent.
+    assert operator.problems, 'the silent camera was never reported'
+    assert {name.split(' ')[-1].split(': ')[-1] for _, name, _ in operator.problems if ':' in name} == \
+        {'/camera/scene/image_raw'}
+    other = [p for p in operator.problems if 'silent' not in p[2] and 'error(s)' not in p[2]]
+    assert other == [], other
+    # The keys screen: one line while it lasts, about that camera, and nothing once it is back.
+    shown = [(t, lines) for t, lines in seen if lines]
+    assert shown and all(len(lines) == 1 and '/camera/scene/image_raw' in lines[0] and 'silent' in lines[0]
+                         for _, lines in shown), shown
+    first, last = shown[0][0], shown[-1][0]
+    assert [t for t, lines in seen if first <= t <= last and not lines] == []  # one stretch, not flickering
+    assert seen[-1][1] == [] and seen[-1][0] - last > 2.0  # cleared when the camera came back
+    assert last - first < 4.5  # the 3 s silence, less the second before it counts, plus a report period or two
