@@ -27,6 +27,7 @@ from ros_robodata.record.keys_screen import (
     KeysScreen,
     Request,
     action_for,
+    fit,
     format_duration,
     redraw,
 )
@@ -292,9 +293,9 @@ def test_refusals_cannot_be_read_as_an_outcome_and_a_press_in_a_burst_stays_visi
     assert '> still waiting for the recorder to answer start: toggle ignored' in shown
     assert '> started ep-15' in shown
     assert screen.press(' ') == Request('stop')
-    screen.on_reply('stop', False, 'episode ep-15 started 0.05 s ago: not stopped (an episode shorter than 1 s is '
-                    'a double press); stop it again in a moment, or discard it')
-    assert '> not stopped: episode ep-15 started 0.05 s ago' in text(screen)
+    screen.on_reply('stop', False, 'episode started 0.1 s ago (a double press? the shortest is 1 s): stop again to '
+                    'end it')
+    assert '> not stopped: episode started 0.1 s ago (a double press?' in text(screen)
     assert 'REC  ep-15' in text(screen)
 
 
@@ -325,6 +326,13 @@ def test_redraw_replaces_the_previous_lines_in_place():
     second = redraw(['x' * 100], 3, 20)
     assert second.startswith('\x1b[3A\r\x1b[2K' + 'x' * 19 + '\n')
     assert second.count('\r\x1b[2K\n') == 2 and second.endswith('\x1b[2A')
+
+
+def test_long_lines_wrap_onto_indented_lines_instead_of_being_cut():
+    message = '> not stopped: episode started 0.1 s ago (a double press? the shortest is 1 s): stop again to end it'
+    lines = fit(['REC  ep-1', message], 60)
+    assert lines[0] == 'REC  ep-1' and len(lines) == 3 and all(len(line) < 60 for line in lines)
+    assert ' '.join(line.strip() for line in lines[1:]) == message and lines[2].startswith('    ')
 
 
 def test_core_and_cli_load_without_rclpy():

@@ -195,7 +195,7 @@ def test_a_stop_right_after_start_is_a_double_press_and_is_refused(tmp_path):
     rec = recorder(tmp_path, min_episode_s=0.5)
     try:
         episode = rec.start()
-        with pytest.raises(RecorderError, match=r'double press.*stop it again in a moment, or discard it'):
+        with pytest.raises(RecorderError, match=r'double press.*stop again to end it'):
             rec.stop()
         assert rec.recording is not None and rec.recording.id == episode.id   # still recording
         time.sleep(0.6)

@@ -5,18 +5,24 @@ when one camera goes silent, every episode whole, and live events equal to offli
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.msg import EpisodeEvent, QualityStatus
 from ros_robodata.record.keys_screen import KeysScreen
+from ros_robodata.srv import StartEpisode
 from test.ros_rig import PROFILE, Client, client, new_domain, ros_env, stop_process
 
 _KINDS = {EpisodeEvent.START: 'start', EpisodeEvent.STOP: 'stop', EpisodeEvent.OUTCOME: 'outcome',
@@ -150,3 +156,117 @@ def test_one_silent_camera_is_one_problem_once_and_clears(tmp_path):
     assert [t for t, lines in seen if first <= t <= last and not lines] == []  # one stretch, not flickering
     assert seen[-1][1] == [] and seen[-1][0] - last > 2.0  # cleared when the camera came back
     assert last - first < 4.5  # the 3 s silence, less the second before it counts, plus a report period or two
+
+
+@pytest.mark.parametrize('state', ['idle', 'recording', 'stopping'])
+def test_ctrl_c_of_a_session_in_any_state_ends_clean_and_says_how_the_episode_ended(tmp_path, state):
+    """Ctrl-C while data flows: no traceback, exit status 0, and the episode's last word on
+    /robodata/episode_events (latched) is what `robodata keys` then shows."""
+    domain = new_domain()
+    dataset = tmp_path / 'ds'
+    session = robodata(['session', '--profile', str(PROFILE), '--dataset', str(dataset)], domain,
+                       tmp_path / 'session.log')
+    sim = robodata(['sim', *SMALL_IMAGES, '--no-recorder'], domain, tmp_path / 'sim.log')
+    episode_id = ''
+    try:
+        with client(domain) as c:
+            operator = Operator(c)
+            c.spin_for(3.0)
+            if state != 'idle':
+                episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+                c.spin_for(1.5)
+            if state == 'stopping':
+                assert c.call(Trigger, '/recorder/stop_episode').success
+            clean_exit(session, tmp_path / 'session.log')
+            c.spin_for(1.0)
+            stops = [e for e in c.events if e.event == e.STOP]
+            screen = '\n'.join(operator.screen.render())
+    finally:
+        stop_process(session)
+        stop_process(sim)
+    if state == 'idle':
+        assert stops == [] and not Dataset.open(dataset).episode_ids()
+        return
+    expected = 'interrupted' if state == 'recording' else 'complete'
+    assert [(e.episode_id, e.status) for e in stops] == [(episode_id, expected)]
+    assert Dataset.open(dataset).episode(episode_id).status == expected
+    assert f'last episode: {episode_id} {expected}' in screen and 'REC' not in screen
+
+
+def test_an_operator_at_the_keys_of_the_simulated_rig(tmp_path):
+    """`robodata keys` on a terminal, driven like a person with the cell waiting for the start key: an episode
+    labelled and stopped, a double press refused, a discard while recording; the screen as the person sees it."""
+    import pyte
+
+    domain = new_domain()
+    dataset = tmp_path / 'ds'
+    session = robodata(['session', '--profile', str(PROFILE), '--dataset', str(dataset), '--task', 'pick'], domain,
+                       tmp_path / 'session.log')
+    sim = robodata(['sim', *SMALL_IMAGES, '--start', 'key'], domain, tmp_path / 'sim.log')
+    terminal = pyte.Screen(80, 24)
+    stream = pyte.ByteStream(terminal)
+    master, slave = pty.openpty()
+    keys = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'keys'], env=ros_env(domain),
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+
+    def screen() -> str:
+        while select.select([master], [], [], 0.05)[0]:
+            stream.feed(os.read(master, 65536))
+        return '\n'.join(line.rstrip() for line in terminal.display)
+
+    def wait_for(text: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = screen()
+            if text in shown:
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f'{text!r} never on the screen:\n{screen()}')
+
+    def log_says(text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in (tmp_path / 'sim.log').read_text():
+            assert time.monotonic() < deadline, (tmp_path / 'sim.log').read_text()
+            time.sleep(0.2)
+            screen()
+
+    try:
+        wait_for('recorder /recorder ready', 30)
+        log_says('ready: press space', 30)
+        os.write(master, b' ')
+        shown = wait_for('REC  ', 10)
+        assert 'REC  2' in shown and 'pick' in shown  # the episode id (a date) and the task
+        log_says('label it (s/f/r) and stop it (space)', 60)  # the cell acted the episode out
+        os.write(master, b's')
+        wait_for('outcome success', 10)
+        os.write(master, b' ')
+        shown = wait_for('complete, outcome success', 10)
+        assert 'REC' not in shown
+        first = Dataset.open(dataset).episode_ids()[0]
+        log_says('scene 2 (seed 1) ready', 30)
+        os.write(master, b'  ')  # a double press in one burst: the second is ignored, and says so
+        wait_for('> started ', 10)
+        assert 'toggle ignored' in screen()
+        os.write(master, b' ')  # again right after the start: refused by the recorder, visibly
+        shown = wait_for('not stopped: ', 10)
+        assert 'double press' in shown and 'REC  ' in shown
+        time.sleep(1.0)
+        os.write(master, b'd')
+        shown = wait_for('discarded', 10)
+        assert '!' not in ''.join(line[:1] for line in shown.splitlines())  # no warning at any point now
+        os.write(master, b'q')
+        assert keys.wait(15) == 0
+    finally:
+        stop_process(keys)
+        os.close(master)
+        os.close(slave)
+        stop_process(sim)
+        clean_exit(session, tmp_path / 'session.log')
+
+    data = Dataset.open(dataset)
+    episodes = [data.episode(i) for i in data.episode_ids()]
+    assert [(e.id, e.status, e.outcome) for e in episodes][:1] == [(first, 'complete', 'success')]
+    assert [e.status for e in episodes] == ['complete', 'discarded']
+    audit = [json.loads(line) for line in data.audit_path.read_text().splitlines()]
+    assert any(a['action'] == 'set_status' and a.get('new') == 'discarded' and a['episode'] == episodes[1].id
+               for a in audit)

@@ -43,7 +43,7 @@ from std_srvs.srv import Trigger
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
 from ros_robodata.nodes.common import declare
-from ros_robodata.record.keys_screen import KeysScreen, Request, redraw
+from ros_robodata.record.keys_screen import KeysScreen, Request, fit, redraw
 from ros_robodata.srv import SetOutcome, StartEpisode
 
 EVENTS_TOPIC = '/robodata/episode_events'
@@ -216,6 +216,7 @@ class Terminal:
     def show(self, lines: list[str], unticked: list[str]) -> None:
         if self.screen:
             width = shutil.get_terminal_size((80, 24)).columns
+            lines = fit(lines, width)
             self.out.write(redraw(lines, self._drawn, width))
             self._drawn = len(lines)
         elif unticked != self._last_frame:

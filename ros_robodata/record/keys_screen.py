@@ -14,6 +14,7 @@ joined late or missed an event.
 from __future__ import annotations
 
 import re
+import textwrap
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -356,6 +357,19 @@ class KeysScreen:
 
 ANSI_UP = '\x1b[{n}A'
 ANSI_CLEAR_LINE = '\x1b[2K'
+
+
+def fit(lines: list[str], width: int) -> list[str]:
+    """Lines longer than the terminal wrapped onto indented continuation lines (at spaces where possible), so a
+    long refusal is read whole rather than cut at the edge."""
+    out: list[str] = []
+    room = max(8, width - 1)
+    for line in lines:
+        if len(line) <= room:
+            out.append(line)
+            continue
+        out += textwrap.wrap(line, room, subsequent_indent='    ', break_on_hyphens=False) or ['']
+    return out
 
 
 def redraw(lines: list[str], previous: int, width: int) -> str:

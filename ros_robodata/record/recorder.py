@@ -209,9 +209,8 @@ class EpisodeRecorder:
             if self._intended is not None:
                 age = time.monotonic() - self._intended_at
                 if not discard and age < self.settings.min_episode_s:
-                    raise RecorderError(f'episode {self._intended} started {age:.2f} s ago: not stopped (an episode '
-                                        f'shorter than {self.settings.min_episode_s:g} s is a double press); stop it '
-                                        'again in a moment, or discard it')
+                    raise RecorderError(f'episode started {age:.1f} s ago (a double press? the shortest is '
+                                        f'{self.settings.min_episode_s:g} s): stop again to end it')
                 episode_id, self._intended = self._intended, None
                 self._intended_last = episode_id
                 return episode_id
