@@ -21,6 +21,7 @@ def test_monitor_reports_faults_live_and_silence_after(tmp_path: Path) -> None:
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
     from sensor_msgs.msg import JointState
+    from visualization_msgs.msg import MarkerArray
 
     from ros_robodata.msg import QualityStatus
 
@@ -36,6 +37,8 @@ def test_monitor_reports_faults_live_and_silence_after(tmp_path: Path) -> None:
         with client(domain) as c:
             statuses: list = []
             diagnostics: list = []
+            panels: list = []
+            c.node.create_subscription(MarkerArray, '/robodata/quality_markers', panels.append, 100)
             c.node.create_subscription(QualityStatus, '/robodata/quality', statuses.append, 100)
             c.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 100)
             qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
@@ -69,3 +72,8 @@ def test_monitor_reports_faults_live_and_silence_after(tmp_path: Path) -> None:
                for s in after)
     names = {status.name for array in diagnostics for status in array.status}
     assert 'robodata quality' in names and 'robodata quality: motion.nan /joint_states' in names
+    # The RViz panel: in the rig's fixed frame, gone 3 periods after a dead monitor's last word, each problem once.
+    panel = panels[-1].markers[0]
+    assert panel.header.frame_id == profile.robot.base_frame and panel.lifetime.sec == 3
+    lines = [p.markers[0].text.splitlines() for p in panels]
+    assert any(len(text) > 1 for text in lines) and all(len(text) == len(set(text)) for text in lines)

@@ -96,11 +96,15 @@ def test_a_minute_at_the_simulated_rig_raises_no_alarm_and_every_episode_is_whol
             sim = robodata(['sim', *SMALL_IMAGES], domain, tmp_path / 'sim.log')
             seen = watch(c, operator, 60.0)
             running_until = time.monotonic() - operator.t0  # then the rig stops: its topics do go silent
-            clean_exit(sim, tmp_path / 'sim.log')
+            sim_log = clean_exit(sim, tmp_path / 'sim.log')
     finally:
         if sim is not None:
             stop_process(sim)
         session_log = clean_exit(session, tmp_path / 'session.log')
+    try:
+        import tf2_msgs  # noqa: F401 - an apt ROS: the cell publishes its frames
+    except ImportError:  # the PyPI wheels: the cell says which fixed frame RViz needs instead
+        assert "set RViz's Fixed Frame to 'world'" in sim_log
 
     assert [p for p in operator.problems if p[0] < running_until] == [], operator.problems[:10]
     assert [lines for _, lines in seen if lines] == []

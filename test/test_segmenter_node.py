@@ -75,6 +75,9 @@ def test_live_segmenter_matches_offline_on_the_same_bag(tmp_path: Path) -> None:
     # Wrench-based events name the sensor frame; every event got an RViz label saying what it is.
     assert all(m.header.frame_id == 'ft_sensor' for m in received if m.kind == 'lift')
     assert [a.markers[0].text.split()[0] for a in labels] == [m.kind for m in received]
+    # The labels are drawn in the rig's fixed frame (RViz's Fixed Frame), which needs no TF to resolve, and fade.
+    assert {a.markers[0].header.frame_id for a in labels} == {profile.robot.base_frame} == {'world'}
+    assert all(a.markers[0].lifetime.sec + a.markers[0].lifetime.nanosec > 0 for a in labels)
 
 
 def test_a_rig_without_a_gripper_gets_a_segmenter_that_says_so_and_keeps_running(tmp_path: Path) -> None:

@@ -220,3 +220,18 @@ def test_with_start_key_the_rig_waits_at_home_and_a_stop_key_ends_the_episode_ea
     assert [e.kind for e in events] == ['done', 'ready']
     assert events[0].truth['cut_short'] and events[1].index == 1 and events[1].seed == 4
 
+
+
+def test_the_cells_frames_for_rviz_point_where_its_sensors_look():
+    with SimCell(0, 0, streams=[S.JOINT_STATES]) as cell:
+        poses = cell.frame_poses()
+    assert set(poses) == {'base_link', 'ft_sensor', 'camera_wrist', 'camera_scene'}
+
+    def view(frame: str) -> np.ndarray:  # the optical z axis in world: where the camera looks
+        x, y, z, w = poses[frame][1]
+        return np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
+
+    assert view('camera_wrist')[2] < -0.99  # the wrist camera looks down at the table
+    scene = view('camera_scene')
+    assert scene[1] > 0.5 and scene[2] < -0.5  # the scene camera looks across and down at the table
+    assert all(abs(np.linalg.norm(q) - 1) < 1e-9 for _, q in poses.values())

@@ -107,6 +107,20 @@ class SimCellPublisher:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.description = node.create_publisher(String, DESCRIPTION_TOPIC, latched)
         self.description.publish(String(data=robot_description(self.profile)))
+        self._tf = self._tf_static = None
+        self._tf_message: Any = None
+        self._tf_sent_ns = 0
+        try:  # the frames the messages name, for RViz; tf2_msgs is not in every environment (not in the PyPI wheels)
+            from geometry_msgs.msg import TransformStamped
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            node.get_logger().info(f'tf2_msgs is not installed here: no /tf from the cell; set RViz\'s Fixed Frame to '
+                                   f'{self.profile.robot.base_frame!r} (event labels, quality panel; the LiDAR cloud '
+                                   "is in 'world')")
+        else:
+            self._tf_message, self._transform = TFMessage, TransformStamped
+            self._tf = node.create_publisher(TFMessage, '/tf', 100)
+            self._tf_static = node.create_publisher(TFMessage, '/tf_static', latched)
         self._make: dict[str, Callable[[Any, int], Any]] = {
             S.JOINT_STATES: self._joint_state, S.GRIPPER: self._gripper, S.WRENCH: self._wrench,
             S.COMMAND: self._command, S.CAMERA_WRIST: self._image, S.CAMERA_SCENE: self._image,
@@ -169,6 +183,29 @@ class SimCellPublisher:
             tick.clock.sec, tick.clock.nanosec = divmod(now_ns, 1_000_000_000)
             self.clock_publisher.publish(tick)
 
+    def publish_frames(self, poses: dict[str, tuple[np.ndarray, np.ndarray]], stamp_ns: int, first: bool) -> None:
+        """The cell's frames in `world`: the fixed ones once on /tf_static, the wrist's on /tf at 50 Hz."""
+        if self._tf is None or self._tf_static is None:
+            return
+        fixed = ('base_link', 'camera_scene')
+        if first:
+            self._tf_static.publish(self._transforms(poses, fixed, stamp_ns))
+        if stamp_ns - self._tf_sent_ns >= 20_000_000:
+            self._tf_sent_ns = stamp_ns
+            self._tf.publish(self._transforms(poses, [f for f in poses if f not in fixed], stamp_ns))
+
+    def _transforms(self, poses: dict[str, tuple[np.ndarray, np.ndarray]], frames: Any, stamp_ns: int) -> Any:
+        message = self._tf_message()
+        for frame in frames:
+            position, quat = poses[frame]
+            t = _stamp(self._transform(), stamp_ns, 'world')
+            t.child_frame_id = frame
+            t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = map(float, position)
+            r = t.transform.rotation
+            r.x, r.y, r.z, r.w = map(float, quat)
+            message.transforms.append(t)
+        return message
+
     def wait_for_subscribers(self, count: int = 1, timeout_s: float = 10.0) -> bool:
         """Until every stream has `count` matched subscribers (what is published before is lost to them)."""
         deadline = time.monotonic() + timeout_s
@@ -191,11 +228,15 @@ class SimCellPublisher:
         (service replies, subscriptions) between steps; on_event(event, stamp_ns) hears what the rig did."""
         start_ns = self.node.get_clock().now().nanoseconds
         t0 = time.monotonic()
+        first = True
         while running() and not rig.finished:
             samples, events = rig.step_until(time.monotonic() - t0)
             for stamp, sample in samples:
                 self.publish(sample, start_ns + stamp)
             self.publish_clock(start_ns + rig.now_ns)
+            if self._tf is not None:
+                self.publish_frames(rig.cell.frame_poses(), start_ns + rig.now_ns, first)
+                first = False
             for event in events:
                 if 'start_ns' in event.truth:  # ground truth times count from the scene's start, on this clock
                     event.truth['start_ns'] += start_ns

@@ -269,6 +269,22 @@ class SimCell:
         err = self._joint_goal(self._target)[:3] - d.qpos[self._arm_q[:3]]
         d.qfrc_applied[self._arm_v[:3]] = _HAND_KP * err - _HAND_KD * d.qvel[self._arm_v[:3]]
 
+    # --- frames ------------------------------------------------------------------------------------
+    def frame_poses(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Where the frames the cell's messages name are in `world` now: position and quaternion (x, y, z, w).
+        Camera frames follow ROS's optical convention (z along the view, y down); MuJoCo's cameras look down -z."""
+        d = self.data
+        optical = np.diag([1.0, -1.0, -1.0])
+        poses = {'base_link': (np.zeros(3), np.eye(3)), 'ft_sensor': (d.site('ft_site').xpos, d.site('ft_site').xmat)}
+        for name in ('wrist', 'scene'):
+            poses[f'camera_{name}'] = (d.cam(name).xpos, d.cam(name).xmat.reshape(3, 3) @ optical)
+        out = {}
+        for frame, (position, rotation) in poses.items():
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rotation, dtype=np.float64).reshape(9))
+            out[frame] = (np.array(position, dtype=float), np.array([quat[1], quat[2], quat[3], quat[0]]))
+        return out
+
     # --- physics readings --------------------------------------------------------------------------
     def _observe_truth(self) -> None:
         d = self.data
