@@ -109,9 +109,10 @@ def write_shift_log(path: Path, *, duration_s: float = 600.0, rate_hz: float = 5
         start = T0_NS + int((demo.start_s - 1) * 1e9) + 300_000
         stop = T0_NS + int((demo.end_s + 1) * 1e9) + 300_000
 
-        def marker(t: int, kind: int, status: str = '', n: int = n, demo: Demo = demo) -> Any:
+        def marker(t: int, kind: int, status: str = '', n: int = n, demo: Demo = demo, start: int = start) -> Any:
             return event(header=header(t), event=kind, episode_id=f'rec-{n}', task=demo.task, operator_name='ana',
-                         mode='teleop', outcome=demo.outcome if kind == event.OUTCOME else 'unknown', status=status)
+                         mode='teleop', outcome=demo.outcome if kind == event.OUTCOME else 'unknown', status=status,
+                         data_start=header(start).stamp)
 
         messages.append((start, '/robodata/episode_events', marker(start, event.START, 'recording')))
         messages.append((stop, '/robodata/episode_events', marker(stop, event.STOP, 'complete')))

@@ -56,7 +56,7 @@ def segment_event(ns: int, i: int):
 def episode_event(ns: int, i: int):
     return T['ros_robodata/msg/EpisodeEvent'](
         header=header(ns), event=1, episode_id='ep-1', task='pick_cube', operator_name='ana', mode='kinesthetic',
-        outcome='recovery', status='complete',
+        outcome='recovery', status='complete', data_start=header(ns - 2_000_000_000).stamp,
     )
 
 

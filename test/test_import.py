@@ -693,3 +693,47 @@ def test_catalog_rebuild_and_repair_say_what_they_skipped_and_did(tmp_path: Path
     code, out, _ = run(capsys, 'repair', root)
     assert '2 episode folder(s) checked: 0 repaired, 0 not repairable, 2 whole' in out
 
+
+
+def test_a_log_from_an_earlier_ros_robodata_splits_on_its_episode_events(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """EpisodeEvent gained data_start; a log recorded before carries the old definition, which its bytes follow."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    old_text = '\n'.join(line for line in (CONFIG.parent / 'msg' / 'EpisodeEvent.msg').read_text().splitlines()
+                         if 'data_start' not in line)
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register(get_types_from_msg(old_text, 'ros_robodata/msg/EpisodeEvent'))
+    types = store.types
+    event = types['ros_robodata/msg/EpisodeEvent']
+    log = tmp_path / 'old_log'
+    t0 = 1_700_000_000_000_000_000
+    bag = BagWriter(log).open()
+    bag.add_topic('/robodata/episode_events', 'ros_robodata/msg/EpisodeEvent', store=store)
+    bag.add_topic('/joint_states', 'sensor_msgs/msg/JointState')
+    for i in range(150):
+        sec, nsec = divmod(t0 + i * 20_000_000, 1_000_000_000)
+        msg = types['sensor_msgs/msg/JointState'](
+            header=types['std_msgs/msg/Header'](stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec),
+                                                frame_id=''),
+            name=['shoulder', 'elbow', 'wrist'], position=np.array([0.01 * i, 0.0, 0.0]), velocity=np.array([]),
+            effort=np.array([]))
+        bag.write('/joint_states', t0 + i * 20_000_000, store.serialize_cdr(msg, 'sensor_msgs/msg/JointState'))
+    for t, kind, status in ((t0 + 500_000_000, event.START, 'recording'), (t0 + 2_500_000_000, event.STOP,
+                                                                            'complete')):
+        sec, nsec = divmod(t, 1_000_000_000)
+        msg = event(header=types['std_msgs/msg/Header'](stamp=types['builtin_interfaces/msg/Time'](sec=sec,
+                                                                                                  nanosec=nsec),
+                                                        frame_id=''),
+                    event=kind, episode_id='r1', task='pick', operator_name='ana', mode='teleop', outcome='unknown',
+                    status=status)
+        bag.write('/robodata/episode_events', t, store.serialize_cdr(msg, 'ros_robodata/msg/EpisodeEvent'))
+    bag.close()
+    profile = tmp_path / 'shift.yaml'
+    profile.write_text(LOG_PROFILE)
+    code, out, err = run(capsys, 'import', log, '--dataset', tmp_path / 'ds', '--profile', profile,
+                         '--split-on-topic', '/robodata/episode_events')
+    assert (code, err) == (0, ''), out
+    data = Dataset.open(tmp_path / 'ds')
+    (episode_id,) = data.episode_ids()
+    assert (data.episode(episode_id).task, data.episode(episode_id).operator) == ('pick', 'ana')

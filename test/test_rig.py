@@ -257,7 +257,7 @@ def test_an_operator_at_the_keys_of_the_simulated_rig(tmp_path):
         time.sleep(1.0)
         os.write(master, b'd')
         shown = wait_for('discarded', 10)
-        assert '!' not in ''.join(line[:1] for line in shown.splitlines())  # no warning at any point now
+        assert '!' not in ''.join(line[:1] for line in shown.splitlines()), shown  # no warning on the screen
         os.write(master, b'q')
         assert keys.wait(15) == 0
     finally:

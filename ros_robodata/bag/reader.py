@@ -405,8 +405,15 @@ def _chunk_records(chunk: Chunk) -> list[Any]:
 def _typestore_for(topics: Collection[TopicInfo], notes: list[str]) -> Typestore:
     store = get_typestore(Stores.ROS2_JAZZY)
     own: dict[str, Any] = {}
+    # Our own messages as the bag wrote them: a bag from an earlier ros_robodata embeds the definition its bytes
+    # follow (EpisodeEvent before data_start), which the current one would misread.
+    embedded = {info.msgtype: info.msgdef for info in topics
+                if info.msgdef and not info.msgdef.startswith('=' * 80 + '\nIDL: ')}
     for name, text in own_message_definitions().items():
-        own.update(get_types_from_msg(text, name))
+        try:
+            own.update(get_types_from_msg(embedded.get(name) or text, name))
+        except Exception:  # an unreadable embedded definition: ours
+            own.update(get_types_from_msg(text, name))
     store.register(own)
     for info in topics:
         if info.msgtype in store.fielddefs or info.msgdef is None:
