@@ -23,7 +23,6 @@ from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
 from ros_robodata.signals import (
     GripperReading,
     JointReading,
-    WrenchReading,
     header_stamp_ns,
     read_gripper,
     read_joints,
@@ -35,6 +34,8 @@ from ros_robodata.signals import (
 # errors, a field of the wrong shape): the message is counted as undecodable; anything else is a bug and surfaces.
 UNREADABLE = (RobodataError, ValueError, TypeError, IndexError, KeyError, AttributeError, struct.error,
               UnicodeDecodeError)
+
+_JOINTS, _WRENCH, _CAMERA, _URDF = 'joints', 'wrench', 'camera', 'urdf'
 
 # How much one finding costs the episode's score: the score is the product of (1 - penalty) over findings.
 PENALTY = {ERROR: 0.3, WARN: 0.1}
@@ -111,6 +112,14 @@ class EpisodeQuality:
         self._camera_topics = {cam.topic for cam in t.cameras}
         self._urdf_topics = {spec.topic for _, spec in profile.all_topics()
                              if spec.type == 'std_msgs/msg/String' and 'robot_description' in spec.topic}
+        # What each topic's messages are read for (one lookup a message on the hot path).
+        self._roles: dict[str, str] = dict.fromkeys(self._urdf_topics, _URDF)
+        self._roles.update(dict.fromkeys(self._camera_topics, _CAMERA))
+        if self.wrench is not None:
+            self._roles[self.wrench.topic] = _WRENCH
+        if self.joint_topic:
+            self._roles[self.joint_topic] = _JOINTS
+        self._gripper_topic = self.gripper.topic if self.gripper is not None else None
         self.first_ns: int | None = None
         self.last_ns: int | None = None
         self.undecodable: dict[str, str] = {}
@@ -129,44 +138,38 @@ class EpisodeQuality:
         stamp = header_stamp_ns(data) if self._stamped[topic] else None
         fired = timing.add(stamp, receive_ns)
         at = stamp or receive_ns
+        role = self._roles.get(topic)
+        if role is None and topic != self._gripper_topic:
+            return fired
         try:
-            sample = self._read(topic, at, data, decode)
+            gripper = read_gripper(data, self.gripper.joint, decode) if topic == self._gripper_topic else None
+            if role == _JOINTS:
+                reading: Any = read_joints(data, decode)
+            elif role == _WRENCH:
+                reading = read_wrench(data, decode)
+            elif role == _CAMERA:
+                reading = self._frame(topic, at, decode)
+            elif role == _URDF and self.motion is not None and not self.motion.joint_limits:
+                reading = str(decode().data)
+            else:
+                reading = None
         except UNREADABLE as err:
             self.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
             return fired
-        gripper, reading = sample
         if gripper is not None:
             self._gripper(gripper)
-        if isinstance(reading, JointReading):
+        if role == _JOINTS:
             fired += self._joints(reading)
-        elif isinstance(reading, WrenchReading):
-            assert self.wrench is not None
-            fired += self.wrench.add(at, reading.force)
-        elif topic in self._camera_topics:
+        elif role == _WRENCH:
+            fired += self.wrench.add(at, reading.force)  # type: ignore[union-attr]
+        elif role == _CAMERA:
             if topic in self.sync and self.sync[topic].frame(at):
                 fired.append('timing.sync_skew')
             if reading is not None:
                 fired += self.cameras[topic].add(at, reading)
-        elif isinstance(reading, str) and self.motion is not None:
+        elif reading is not None and self.motion is not None:  # the URDF's text
             self.motion.joint_limits = limits_from_urdf(reading)
         return fired
-
-    def _read(self, topic: str, at: int, data: bytes | memoryview, decode: Callable[[], Any]
-              ) -> tuple[GripperReading | None, Any]:
-        """What the checks need of one message: the gripper reading (its topic may be the joint states'), and the
-        joints, the wrench, a camera frame's pixels (when its turn came) or the URDF's text."""
-        gripper = None
-        if self.gripper is not None and topic == self.gripper.topic:
-            gripper = read_gripper(data, self.gripper.joint, decode)
-        if topic == self.joint_topic:
-            return gripper, read_joints(data, decode)
-        if self.wrench is not None and topic == self.wrench.topic:
-            return gripper, read_wrench(data, decode)
-        if topic in self._camera_topics:
-            return gripper, self._frame(topic, at, decode)
-        if topic in self._urdf_topics and self.motion is not None and not self.motion.joint_limits:
-            return gripper, str(decode().data)
-        return gripper, None
 
     def _gripper(self, reading: GripperReading) -> None:
         """When the fingers move (a stroke jolts the wrist: not a collision)."""

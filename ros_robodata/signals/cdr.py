@@ -56,14 +56,15 @@ def _align(offset: int, size: int) -> int:
     return offset + (-(offset - 4) % size)
 
 
-def _header(data: memoryview) -> tuple[int, str, int]:
+def _header(data: memoryview, frame: bool = False) -> tuple[int, str, int]:
+    """Stamp, frame_id (only when asked: decoding it costs) and the offset after the header."""
     sec, nanosec = _STAMP.unpack_from(data, 4)
     (length,) = _U32.unpack_from(data, 12)
     end = 16 + length
     if end > len(data):
         raise _Short
-    frame = bytes(data[16:end - 1]).decode('utf-8', 'replace') if length else ''
-    return sec * 1_000_000_000 + nanosec, frame, end
+    frame_id = bytes(data[16:end - 1]).decode('utf-8', 'replace') if frame and length else ''
+    return sec * 1_000_000_000 + nanosec, frame_id, end
 
 
 def wrench_from_cdr(raw: bytes | memoryview) -> WrenchReading | None:
@@ -71,7 +72,7 @@ def wrench_from_cdr(raw: bytes | memoryview) -> WrenchReading | None:
     if len(data) < 20 or bytes(data[:2]) not in _LITTLE_ENDIAN_CDR:
         return None
     try:
-        stamp, frame, offset = _header(data)
+        stamp, frame, offset = _header(data, frame=True)
         offset = _align(offset, 8)
         if offset + 48 > len(data):
             return None

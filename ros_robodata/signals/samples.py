@@ -1,4 +1,7 @@
-"""Typed samples of the robot's signals, whichever way they were read (CDR bytes, rclpy or rosbags messages)."""
+"""Typed samples of the robot's signals, whichever way they were read (CDR bytes, rclpy or rosbags messages).
+
+Plain slotted dataclasses, not frozen ones: a frozen one costs three times as much to make, and offline every
+joint state and wrench sample of a dataset becomes one. Treat them as values all the same."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GripperReading:
     """The finger joint: position in the profile's units; velocity and effort NaN when not reported."""
 
@@ -17,7 +20,7 @@ class GripperReading:
     effort: float = math.nan
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WrenchReading:
     """Wrist force (N) and torque (N m) in the sensor frame."""
 
@@ -27,7 +30,7 @@ class WrenchReading:
     frame_id: str = ''
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class JointReading:
     """An arm's joint positions (rad, or m for a prismatic joint), by name."""
 
