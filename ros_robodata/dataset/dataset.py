@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -19,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ros_robodata import __version__
+from ros_robodata import __version__, untrusted
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
-from ros_robodata.errors import DatasetError
+from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.files import read_yaml, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
@@ -356,9 +355,12 @@ class Dataset:
         if not path.is_file():
             return
         try:
-            data = json.loads(path.read_text(encoding='utf-8'))
-            self.catalog.set_scores(episode_id, data.get('score'), data.get('catalog', {}))
-        except (ValueError, OSError, AttributeError):
+            data = untrusted.read_json(path)
+            score, scores = data.get('score'), data.get('catalog', {})
+            if not (score is None or isinstance(score, (int, float))) or not isinstance(scores, dict):
+                raise RobodataError('not what robodata score writes')
+            self.catalog.set_scores(episode_id, score, scores)
+        except (RobodataError, AttributeError, TypeError, ValueError):
             append_audit(self.audit_path, 'unreadable_quality_file', episode_id, path=str(path))
 
     def bag_stats(self, episode: Episode) -> dict[str, int]:

@@ -3,12 +3,12 @@ dataset gets its events.json, a bag on its own is only read."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata import untrusted
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
@@ -41,22 +41,36 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
         return result
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """The events of an events.json, each with a kind and an integer t_ns; RobodataError naming the file and what is
-    wrong when it is not what `robodata segment` writes."""
+def read_events_file(path: Path) -> dict[str, Any]:
+    """An events.json checked against what `robodata segment` writes: events each with a kind and an integer t_ns,
+    and timeline segments (when there) each with a name and integer start_ns/end_ns. RobodataError naming the
+    file and what is wrong otherwise."""
     hint = 'run `robodata segment` on the episode to write it again'
     try:
-        doc = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise RobodataError(f'{path}: unreadable ({" ".join(str(err).split())}): {hint}') from None
+        doc = untrusted.read_json(path)
+    except RobodataError as err:
+        raise RobodataError(f'{err}: {hint}') from None
     events = doc.get('events') if isinstance(doc, dict) else None
     if not isinstance(events, list):
         raise RobodataError(f'{path}: no list of events in it: {hint}')
     for n, event in enumerate(events):
-        if not isinstance(event, dict) or not isinstance(event.get('kind'), str) or \
-                not isinstance(event.get('t_ns'), int) or isinstance(event.get('t_ns'), bool):
+        if not isinstance(event, dict) or not isinstance(event.get('kind'), str) or not _is_int(event.get('t_ns')):
             raise RobodataError(f'{path}: event {n} is not a mapping with a kind and an integer t_ns: {hint}')
-    return events
+    timeline = doc.get('timeline', [])
+    if not isinstance(timeline, list) or not all(
+            isinstance(s, dict) and isinstance(s.get('name'), str) and _is_int(s.get('start_ns'))
+            and _is_int(s.get('end_ns')) for s in timeline):
+        raise RobodataError(f'{path}: its timeline is not a list of segments with a name, start_ns and end_ns: {hint}')
+    return doc
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The events of an events.json (see read_events_file)."""
+    return read_events_file(path)['events']
 
 
 def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:

@@ -18,7 +18,6 @@ checksums is skipped untouched; anything else is redone, rewriting only files wh
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +34,7 @@ from ros_robodata.bag.types import typestore
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
+from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.manifest import (
     EPISODE_FORMAT,
     FRAMES_FILE,
@@ -313,8 +313,8 @@ def _export_job(job: tuple[str, str, str | None, str, ExportPlan, str, str]
         if current is not None:
             return episode_id, current, True
         events = None
-        if events_path is not None and Path(events_path).is_file():
-            events = json.loads(Path(events_path).read_text(encoding='utf-8'))
+        if events_path is not None and Path(events_path).exists():
+            events = read_events_file(Path(events_path))
         doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task, outcome=outcome)
         return episode_id, doc, False
     except (RobodataError, OSError, ValueError, cv2.error) as err:

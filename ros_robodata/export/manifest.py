@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 
+from ros_robodata import untrusted
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import safe_path, write_json
@@ -78,8 +79,8 @@ def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
 def episode_is_current(episode_dir: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
     """The episode's frames.json when it was written under these settings and every file still matches."""
     try:
-        doc = json.loads((episode_dir / FRAMES_FILE).read_text(encoding='utf-8'))
-    except (OSError, ValueError):
+        doc = untrusted.read_json(episode_dir / FRAMES_FILE)
+    except RobodataError:
         return None
     if not isinstance(doc, dict) or doc.get('format') != EPISODE_FORMAT or doc.get('settings') != settings:
         return None

@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from ros_robodata import untrusted
 from ros_robodata.errors import TaxonomyError
 
 KINDS = ('bbox', 'polygon', 'keypoints', 'temporal', 'tag')
@@ -179,10 +180,8 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 def load_taxonomy(path: str | Path) -> Taxonomy:
     """Read and check a taxonomy file; any problem is one TaxonomyError line naming file and entry."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as exc:
-        raise TaxonomyError(f'{path}: cannot read taxonomy: {exc.strerror or exc}') from None
+    text = untrusted.read_text(path, TaxonomyError)
+    untrusted.check_yaml(text, path, TaxonomyError, _StrictLoader)
     try:
         data = yaml.load(text, Loader=_StrictLoader)
     except _DuplicateKey as exc:

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from ros_robodata import untrusted
 from ros_robodata.errors import ProfileError
 from ros_robodata.profile.schema import Profile
 from ros_robodata.profile.validate import _at, _fields, _Invalid
@@ -56,18 +57,14 @@ def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
 def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and check the profile in `path`; every problem is a one-line ProfileError."""
     where = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding='utf-8')
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f'{where}: not UTF-8 text (bad byte at offset {exc.start})') from None
-    except OSError as exc:
-        raise ProfileError(f'{where}: cannot read: {exc.strerror or exc}') from None
+    text = untrusted.read_text(Path(path), ProfileError)
+    untrusted.check_yaml(text, where, ProfileError, _Loader)
     try:
         data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         raise ProfileError(f'{where}: {_yaml_problem(exc)}') from None
-    except yaml.YAMLError as exc:
-        raise ProfileError(f'{where}: invalid YAML: {" ".join(str(exc).split())}') from None
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ProfileError(f'{where}: invalid YAML: {" ".join(str(exc).split())[:300]}') from None
     if data is None:
         raise ProfileError(f'{where}: the file is empty; expected sections robot, topics, ...')
     return profile_from_dict(data, source=path)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.targets import Filters, Target, select
@@ -56,9 +56,9 @@ class ScoredEpisode:
 
 def _read_json(path: Path, hint: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, ValueError) as err:
-        raise RobodataError(f'{path}: unreadable ({" ".join(str(err).split())}): {hint}') from None
+        data = untrusted.read_json(path)
+    except RobodataError as err:
+        raise RobodataError(f'{err}: {hint}') from None
     if not isinstance(data, dict):
         raise RobodataError(f'{path}: not what robodata writes (expected a JSON object): {hint}')
     return data

@@ -1,0 +1,205 @@
+"""Bad input as a careless or hostile user brings it (issue 21's findings, each a regression case): one clear line,
+exit status 1, no traceback, no hang, and nothing in the dataset changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from ros_robodata.cli.main import main
+from ros_robodata.errors import RobodataError
+from ros_robodata.untrusted import MAX_EXPANDED_NODES, check_yaml, read_json, read_yaml
+
+BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x","x"]\n'
+        + ''.join(f'{chr(98 + i)}: &{chr(98 + i)} [{",".join(["*" + chr(97 + i)] * 10)}]\n' for i in range(8)))
+
+
+@contextmanager
+def within(seconds: int) -> Iterator[None]:
+    """Fail, rather than hang the suite, when the body runs over `seconds`."""
+    def expire(_signum: int, _frame: object) -> None:
+        raise TimeoutError(f'still running after {seconds} s')
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str]:
+    with within(20):
+        code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert 'Traceback' not in out + err
+    return code, err
+
+
+def one_line(err: str, command: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f'robodata {command}: error: '), err
+    return lines[0]
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+# -- the loaders themselves ------------------------------------------------------------------------------------
+
+
+def test_an_alias_bomb_is_refused_before_anything_walks_it(tmp_path):
+    path = tmp_path / 'bomb.yaml'
+    path.write_text(BOMB)
+    with within(5), pytest.raises(RobodataError, match=f'expand it to over {MAX_EXPANDED_NODES:,}'):
+        read_yaml(path)
+
+
+def test_a_few_aliases_as_people_write_them_are_fine(tmp_path):
+    path = tmp_path / 'anchors.yaml'
+    path.write_text('defaults: &d {rate_hz: 100, qos: auto}\na: *d\nb: *d\n')
+    assert read_yaml(path) == {'defaults': {'rate_hz': 100, 'qos': 'auto'}, 'a': {'rate_hz': 100, 'qos': 'auto'},
+                               'b': {'rate_hz': 100, 'qos': 'auto'}}
+
+
+@pytest.mark.parametrize('text, says', [
+    ('a: ' + '[' * 100 + ']' * 100 + '\n', 'nested deeper than 64 levels'),
+    ('a: ' + '[' * 5000 + ']' * 5000 + '\n', 'exceeded maximum nesting depth'),  # libyaml's own limit, worded
+    ('n: ' + '9' * 5000 + '\n', 'has more digits than any value here can hold'),
+])
+def test_deep_nesting_and_absurd_numbers_are_one_line(tmp_path, text, says):
+    path = tmp_path / 'x.yaml'
+    path.write_text(text)
+    with within(5), pytest.raises(RobodataError, match=says):
+        read_yaml(path)
+
+
+def test_not_utf8_a_fifo_and_a_directory_are_named(tmp_path):
+    bad = tmp_path / 'latin1.yaml'
+    bad.write_bytes('name: caf\xe9\n'.encode('latin-1'))
+    with pytest.raises(RobodataError, match=r'latin1\.yaml: unreadable: not UTF-8 text'):
+        read_yaml(bad)
+    fifo = tmp_path / 'pipe.yaml'
+    os.mkfifo(fifo)
+    with within(5), pytest.raises(RobodataError, match=r'pipe\.yaml: not a regular file'):
+        read_yaml(fifo)
+    with pytest.raises(RobodataError, match='is a directory'):
+        read_yaml(tmp_path)
+
+
+def test_json_too_deep_or_with_a_huge_number_is_one_line(tmp_path):
+    deep = tmp_path / 'deep.json'
+    deep.write_text('[' * 100_000 + ']' * 100_000)
+    with pytest.raises(RobodataError, match='nested too deep'):
+        read_json(deep)
+    huge = tmp_path / 'huge.json'
+    huge.write_text('{"score": ' + '9' * 5000 + '}')
+    with pytest.raises(RobodataError, match='not valid JSON'):
+        read_json(huge)
+
+
+def test_check_yaml_leaves_syntax_errors_to_the_loader_that_words_them():
+    check_yaml('a: [unclosed\n', 'x.yaml')  # no error here: the real load names line and column
+
+
+# -- the commands ----------------------------------------------------------------------------------------------
+
+Breaker = Callable[[Path], Path]
+
+
+def _bomb_in(name: str) -> Breaker:
+    """An alias bomb under an allowed key of the dataset's `name` file."""
+    def apply(root: Path) -> Path:
+        path = next(root.rglob(name))
+        path.write_text(path.read_text() + 'notes_bomb:\n' + ''.join('  ' + line + '\n' for line in BOMB.splitlines()))
+        return root
+    return apply
+
+
+def _latin1(name: str) -> Breaker:
+    def apply(root: Path) -> Path:
+        path = next(root.rglob(name))
+        path.write_bytes(path.read_bytes() + '# caf\xe9\n'.encode('latin-1'))
+        return root
+    return apply
+
+
+def _bag(root: Path) -> Path:
+    return next(root.glob('episodes/*/bag'))
+
+
+@pytest.mark.parametrize('command, breaker, target, says', [
+    (['info'], _bomb_in('dataset.yaml'), lambda root: root, 'dataset.yaml: its aliases expand it'),
+    (['list'], _bomb_in('dataset.yaml'), lambda root: root, 'dataset.yaml: its aliases expand it'),
+    (['info'], _bomb_in('metadata.yaml'), _bag, 'metadata.yaml: its aliases expand it'),
+    (['score'], _bomb_in('metadata.yaml'), _bag, 'metadata.yaml: its aliases expand it'),
+    (['info'], _latin1('metadata.yaml'), _bag, 'metadata.yaml: unreadable: not UTF-8 text'),
+    (['info'], _latin1('dataset.yaml'), lambda root: root, 'dataset.yaml: unreadable: not UTF-8 text'),
+], ids=['info-dataset-bomb', 'list-dataset-bomb', 'info-metadata-bomb', 'score-metadata-bomb',
+        'info-metadata-latin1', 'info-dataset-latin1'])
+def test_hostile_dataset_files_are_one_line_fast_and_change_nothing(tmp_path, capsys, make_demo_dataset, command,
+                                                                   breaker, target, says, sim_cell_profile_path):
+    root = breaker(make_demo_dataset(1).root)
+    before = digest(root)
+    extra = ['--profile', sim_cell_profile_path] if command == ['score'] else []
+    code, err = run(capsys, *command, target(root), *extra)
+    line = one_line(err, command[0])
+    assert code == 1 and says in line
+    assert digest(root) == before
+
+
+def test_verify_names_an_episode_yaml_bomb_among_its_findings(tmp_path, capsys, make_demo_dataset):
+    root = _bomb_in('episode.yaml')(make_demo_dataset(1).root)
+    with within(20):
+        code = main(['verify', str(root)])
+    out = capsys.readouterr().out
+    assert code == 1 and 'episode.yaml: its aliases expand it' in out and 'Traceback' not in out
+
+
+def test_catalog_rebuild_with_a_5000_digit_number_is_one_line(tmp_path, capsys, make_demo_dataset):
+    root = make_demo_dataset(1).root
+    episode_yaml = next(root.rglob('episode.yaml'))
+    episode_yaml.write_text(episode_yaml.read_text().replace('stop_ns:', 'stop_ns: ' + '9' * 5000 + '\nold_stop_ns:'))
+    with within(20):
+        code = main(['catalog', 'rebuild', str(root)])
+    out, err = capsys.readouterr()
+    assert code in (0, 3)  # the rest of the catalog is rebuilt
+    # the broken episode is skipped and named, the command does not die on it
+    assert 'Traceback' not in out + err and 'more digits than any value here can hold' in out + err, out + err
+
+
+def test_a_fifo_as_profile_or_taxonomy_does_not_hang(tmp_path, capsys, make_demo_dataset):
+    fifo = tmp_path / 'profile.yaml'
+    os.mkfifo(fifo)
+    code, err = run(capsys, 'profile', fifo)
+    assert code == 1 and 'not a regular file' in one_line(err, 'profile')
+    root = make_demo_dataset(1).root
+    code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--tasks', 'label_studio',
+                    '--taxonomy', fifo)
+    assert code == 1 and 'not a regular file' in one_line(err, 'export')
+
+
+def test_a_huge_number_in_a_profile_is_one_line(tmp_path, capsys):
+    profile = tmp_path / 'p.yaml'
+    text = (Path(__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml').read_text()
+    profile.write_text(text.replace('silent_after_s: 1.0', 'silent_after_s: ' + '9' * 400))
+    code, err = run(capsys, 'profile', profile)
+    assert code == 1 and 'more digits' in one_line(err, 'profile')
+
+
+def test_events_json_of_the_wrong_shape_is_named_by_score_and_export(tmp_path, capsys, make_demo_dataset):
+    root = make_demo_dataset(1).root
+    events = next(root.glob('episodes/*')) / 'events.json'
+    events.write_text('{"events": [{"kind": "grasp"}], "timeline": "nope"}')
+    code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--around-events', '1',
+                    '--window', '0.5s')
+    assert code in (1, 3) and 'events.json' in err and 'integer t_ns' in err
