@@ -203,3 +203,99 @@ def test_events_json_of_the_wrong_shape_is_named_by_score_and_export(tmp_path, c
     code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--around-events', '1',
                     '--window', '0.5s')
     assert code in (1, 3) and 'events.json' in err and 'integer t_ns' in err
+
+
+# -- damaged bags: read up to (and past) the damage, on every path --------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def multi_chunk_bag(tmp_path_factory) -> Path:
+    """A sim episode with small camera images: a dozen MCAP chunks, each with its CRC."""
+    from ros_robodata.profile import load_profile
+    from ros_robodata.sim.to_bag import write_sim_episode
+
+    bag = tmp_path_factory.mktemp('multi') / 'bag'
+    write_sim_episode(bag, load_profile(PROFILE), seed=0, max_duration_s=4.0, cameras=True, image_size=(160, 120))
+    return bag
+
+
+PROFILE = Path(__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml'
+
+
+def _damaged_copy(bag: Path, tmp_path: Path, change: Callable[[bytearray], None]) -> Path:
+    import shutil
+
+    copy = tmp_path / 'damaged'
+    shutil.copytree(bag, copy)
+    mcap = next(copy.glob('*.mcap'))
+    data = bytearray(mcap.read_bytes())
+    change(data)
+    mcap.write_bytes(bytes(data))
+    return copy
+
+
+def _flip_inside_a_chunk(data: bytearray) -> None:
+    at = len(data) * 2 // 5
+    data[at:at + 64] = bytes(b ^ 0xFF for b in data[at:at + 64])
+
+
+def test_our_bags_carry_chunk_crcs_that_an_independent_reader_checks(multi_chunk_bag):
+    from mcap.reader import make_reader
+
+    with next(multi_chunk_bag.glob('*.mcap')).open('rb') as f:
+        reader = make_reader(f, validate_crcs=True)
+        crcs = [index.chunk_start_offset for index in reader.get_summary().chunk_indexes]
+        assert len(crcs) > 3
+        assert sum(1 for _ in reader.iter_messages()) > 1000
+
+
+def test_a_flipped_chunk_is_found_by_every_reader_and_only_its_messages_are_lost(multi_chunk_bag, tmp_path, capsys):
+    from ros_robodata.bag.reader import BagReader
+
+    with BagReader(multi_chunk_bag) as reader:
+        total = reader.message_count
+    damaged = _damaged_copy(multi_chunk_bag, tmp_path, _flip_inside_a_chunk)
+    with BagReader(damaged) as reader:
+        kept = sum(1 for _ in reader.messages())
+        assert not reader.complete and 'Chunk checksum mismatch' in reader.notes[0]
+    assert total * 0.8 < kept < total  # one chunk of a dozen is lost, not everything after it
+    for command in (['segment', damaged, '--profile', PROFILE], ['score', damaged, '--profile', PROFILE]):
+        code, err = run(capsys, *command)
+        assert code == 0 and 'is damaged' in err and 'robodata repair' in err
+    with within(20):
+        assert main(['verify', str(damaged)]) == 1
+    assert 'Chunk checksum mismatch' in capsys.readouterr().out
+    code, _ = run(capsys, 'repair', damaged, '--profile', PROFILE)
+    assert code == 0
+    with BagReader(damaged) as reader:
+        assert reader.complete and reader.message_count == kept
+    assert (damaged / 'damaged').is_dir()  # the original, untouched
+
+
+@pytest.mark.parametrize('where', ['first record', 'middle'])
+def test_a_record_length_past_the_end_of_the_file_is_damage_not_a_memory_error(multi_chunk_bag, tmp_path, capsys,
+                                                                              where):
+    import struct
+
+    def bogus(data: bytearray) -> None:
+        at = 9 if where == 'first record' else len(data) // 3
+        data[at:at + 8] = struct.pack('<Q', 85_761_906_966_642)
+
+    damaged = _damaged_copy(multi_chunk_bag, tmp_path, bogus)
+    for command in (['info', damaged], ['segment', damaged, '--profile', PROFILE],
+                    ['score', damaged, '--profile', PROFILE]):
+        with within(30):
+            code = main([str(a) for a in command])
+        out, err = capsys.readouterr()
+        assert 'Traceback' not in out + err and 'MemoryError' not in out + err
+        assert code in (0, 1)
+        assert 'damaged' in out + err or code == 1, out + err
+
+
+def test_a_wrench_of_1e300_newton_is_scored_not_a_crash(tmp_path, capsys):
+    """Garbage in a readable message (a damaged chunk without a CRC, another tool's bug): huge, not a traceback."""
+    from ros_robodata.quality.contact import WrenchWatch
+
+    watch = WrenchWatch('/wrist/wrench', 200.0)
+    assert watch.add(1, (1e300, 1e300, 1e300)) == ['contact.force_limit']
+    assert watch.peak_n > 1e300

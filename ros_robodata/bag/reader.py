@@ -12,19 +12,16 @@ built from what the bag embeds are one behaviour for the caller: read what is th
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from mcap.exceptions import McapError
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import StreamReader
 from rosbags.interfaces import MessageDefinitionFormat, Qos, QosDurability
 from rosbags.rosbag2 import Reader
-from rosbags.rosbag2.errors import ReaderError
 from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -85,15 +82,17 @@ class BagReader:
     def _open_source(self, file: Path) -> _Source:
         try:
             return _RosbagsSource(file)
-        except (ReaderError, OSError, ValueError, KeyError, IndexError, TypeError, struct.error) as err:
+        except Exception as err:  # whatever the storage library raises on a damaged file (lengths past its end:
+            # MemoryError, OverflowError; bad bytes: ReaderError, struct.error, ValueError ...): read up to the damage
             if file.suffix != '.mcap':
                 raise BagError(f'{file}: not a readable {self.storage} bag: {err}') from None
             with file.open('rb') as f:
                 if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
                     raise BagError(f'{file}: not an MCAP file (no MCAP magic at its start)') from None
             source = _ScannedMcap(file)
+            bad = f', skipping {len(source.bad_chunks)} unreadable chunk(s)' if source.bad_chunks else ''
             self.notes.append(
-                f'{file.name} is damaged or truncated ({err}); recovered {source.message_count} '
+                f'{file.name} is damaged or truncated ({_reason(err)}){bad}; recovered {source.message_count} '
                 f'message(s) up to byte {source.readable_bytes:,} of {file.stat().st_size:,}'
             )
             return source
@@ -138,8 +137,9 @@ class BagReader:
 
     @property
     def damaged_files(self) -> list[Path]:
-        """Storage files that could only be read up to damage (truncation, a bad chunk)."""
-        return [s.file for s in self._sources if isinstance(s, _ScannedMcap)]
+        """Storage files that could only be read up to damage (truncation, a bad chunk), as found so far (a chunk
+        whose checksum fails is found when its messages are read)."""
+        return [s.file for s in self._sources if isinstance(s, _ScannedMcap) or s.damage]
 
     @property
     def complete(self) -> bool:
@@ -166,6 +166,8 @@ class BagReader:
             raise BagError(msg)
         for source in self._sources:
             yield from source.messages(wanted, start_ns, stop_ns)
+            if source.damage and source.damage not in self.notes:
+                self.notes.append(source.damage)
 
     @property
     def typestore(self) -> Typestore:
@@ -272,10 +274,12 @@ def _read_metadata(path: Path) -> dict[str, Any]:
 class _Source:
     """One storage file's topics and messages."""
 
+    file: Path
     topics: dict[str, TopicInfo]
     message_count: int
     start_ns: int
     end_ns: int
+    damage = ''  # what stopped reading its messages short, once that happened
 
     def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
         raise NotImplementedError
@@ -288,7 +292,7 @@ class _RosbagsSource(_Source):
     """A storage file read by rosbags with its index (the normal case)."""
 
     def __init__(self, file: Path) -> None:
-        self._file = file
+        self.file = file
         self._reader = Reader(file)
         self._reader.open()
         self.topics = {}
@@ -306,19 +310,50 @@ class _RosbagsSource(_Source):
         self.end_ns = self._reader.end_time - 1 if self.message_count else 0
 
     def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
+        """The messages in time order, up to the first damage the index did not show (a chunk whose checksum or
+        compression fails, a record cut short): there reading stops, and `damage` says where."""
         conns = [c for c in self._reader.connections if wanted is None or c.topic in wanted]
         if not conns:
             return
-        if self._file.suffix == '.mcap' and len(conns) < len(self._reader.connections):
-            # Every MCAP chunk holds every topic, and rosbags' per-topic index walk is slower than decompressing
-            # the chunks in order and skipping what is not wanted (measured: ~0.5 s against ~0.4 s a bag).
-            wanted_ids = {c.id for c in conns}
-            for conn, t_ns, data in self._reader.messages(start=start_ns, stop=stop_ns):
-                if conn.id in wanted_ids:
-                    yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
-            return
-        for conn, t_ns, data in self._reader.messages(connections=conns, start=start_ns, stop=stop_ns):
-            yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
+        last = None
+        self._at_last = 0
+        try:
+            if self.file.suffix == '.mcap' and len(conns) < len(self._reader.connections):
+                # Every MCAP chunk holds every topic, and rosbags' per-topic index walk is slower than decompressing
+                # the chunks in order and skipping what is not wanted (measured: ~0.5 s against ~0.4 s a bag).
+                wanted_ids = {c.id for c in conns}
+                for conn, t_ns, data in self._reader.messages(start=start_ns, stop=stop_ns):
+                    if conn.id in wanted_ids:
+                        self._at_last = self._at_last + 1 if t_ns == last else 1
+                        last = t_ns
+                        yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
+                return
+            for conn, t_ns, data in self._reader.messages(connections=conns, start=start_ns, stop=stop_ns):
+                self._at_last = self._at_last + 1 if t_ns == last else 1
+                last = t_ns
+                yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
+        except Exception as err:  # whatever the storage library raises on damaged bytes
+            where = f'after t={last}' if last is not None else 'from the start'
+            if self.file.suffix != '.mcap':
+                self.damage = (f'{self.file.name} is damaged: no message {where} could be read ({_reason(err)}); '
+                               'run `robodata repair`')
+                return
+            # Read on past the damage record by record: a chunk whose checksum or compression fails is skipped,
+            # the chunks after it are kept.
+            rest = _ScannedMcap(self.file)
+            skipped = ', '.join(f'the one ending at byte {offset:,}' for offset in rest.bad_chunks) or 'none'
+            self.damage = (f'{self.file.name} is damaged ({_reason(err)}): the messages of its unreadable chunks '
+                           f'({skipped}) are lost, the rest was read'
+                           + ('' if rest.complete else f' up to byte {rest.readable_bytes:,}')
+                           + '; run `robodata repair`')
+            again = self._at_last  # messages at the last stamp already given
+            for message in rest.messages(wanted, start_ns, stop_ns):
+                if last is not None and message.t_ns < last:
+                    continue
+                if last is not None and message.t_ns == last and again:
+                    again -= 1
+                    continue
+                yield message
 
     def close(self) -> None:
         if self._reader.is_open:
@@ -326,10 +361,14 @@ class _RosbagsSource(_Source):
 
 
 class _ScannedMcap(_Source):
-    """An MCAP file without a usable footer or index, read record by record up to the damage."""
+    """An MCAP file without a usable footer or index, or with a damaged chunk, read record by record: a chunk
+    that fails its checksum or decompression is skipped (`bad_chunks`, byte offsets), and reading stops where a
+    record itself is broken (`complete` False: a truncated file)."""
 
     def __init__(self, file: Path) -> None:
         self.file = file
+        self.bad_chunks: list[int] = []
+        self.complete = False
         self.topics = {}
         self.message_count = 0
         self.start_ns = 2**63 - 1
@@ -353,16 +392,27 @@ class _ScannedMcap(_Source):
         self._channels: dict[int, tuple[str, str]] = {}
         self._topic_meta: dict[str, tuple[str, str, bool, str | None]] = {}
         with self.file.open('rb') as f:
-            reader = StreamReader(f, emit_chunks=True, validate_crcs=True)
+            # Reads capped at what the file holds: a record whose length field claims 80 TB is damage, not a
+            # reason to allocate 80 TB.
+            reader = StreamReader(_Bounded(f, self.file.stat().st_size), emit_chunks=True, validate_crcs=False)
+            self.bad_chunks = []
             try:
                 for record in reader.records:
                     offset = f.tell()
-                    inner = _chunk_records(record) if isinstance(record, Chunk) else [record]
+                    if isinstance(record, Chunk):
+                        try:
+                            inner = _chunk_records(record)
+                        except Exception:  # its checksum or compression fails: its messages are lost, not the rest
+                            self.bad_chunks.append(offset)
+                            continue
+                    else:
+                        inner = [record]
                     for item in inner:
                         self._note(item)
                         yield item, offset
-            except (McapError, EOFError, OSError, ValueError, KeyError, struct.error):
-                return  # the damage: everything before it was yielded
+                self.complete = True
+            except Exception:  # whatever bad bytes make the parser raise is where the damage is
+                return  # everything before it was yielded
 
     def _note(self, record: Any) -> None:
         if isinstance(record, Schema):
@@ -387,6 +437,28 @@ class _ScannedMcap(_Source):
             ):
                 continue
             yield BagMessage(topic, msgtype, record.log_time, record.data)
+
+
+def _reason(err: BaseException) -> str:
+    """An exception on one short line, its type when it says nothing more."""
+    if isinstance(err, (MemoryError, OverflowError)):  # a length field read from bad bytes, not a lack of memory
+        return 'a length in it claims more than the file holds'
+    text = ' '.join(str(err).split())[:200]
+    return f'{type(err).__name__}: {text}' if text else type(err).__name__
+
+
+class _Bounded:
+    """A binary file whose reads never ask for more than is left in it."""
+
+    def __init__(self, f: Any, size: int) -> None:
+        self._f, self._size = f, size
+
+    def read(self, n: int = -1) -> bytes:
+        left = max(0, self._size - self._f.tell())
+        return self._f.read(left if n is None or n < 0 else min(n, left))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
 
 
 def _definition(msgdef: Any) -> str | None:

@@ -2,8 +2,9 @@
 
 - Storage intact, metadata.yaml missing (sqlite3 after SIGKILL, a copy that lost it): write
   metadata.yaml from the storage, as `ros2 bag reindex` does.
-- An MCAP file cut short (SIGKILL, power loss, full disk): copy every readable message into a new,
-  complete MCAP and move the damaged original into `damaged/` inside the bag, untouched.
+- An MCAP file cut short (SIGKILL, power loss, full disk) or with a chunk whose checksum fails (every
+  message is read to find one): copy every message up to the damage into a new, complete MCAP and move
+  the damaged original into `damaged/` inside the bag, untouched.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def repair_bag(path: str | Path) -> RepairReport:
     if not path.is_dir():
         raise BagError(f'{path}: repair needs a bag directory')
     with BagReader(path) as reader:
+        if not reader.damaged_files:
+            for _ in reader.messages():  # damage the index does not show (a chunk whose checksum fails)
+                pass
         if reader.damaged_files:
             report = _rewrite(reader, path)
         elif reader.metadata is None:

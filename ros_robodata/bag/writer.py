@@ -12,6 +12,7 @@ import functools
 import os
 import sys
 import threading
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -96,6 +97,8 @@ class BagWriter:
             # rosbags compresses chunks at zstd level 3; a rig's cameras outrun that on one core.
             # Level 1 is what rosbag2's `zstd_fast` preset records with.
             self._writer.storage.compressor = functools.partial(zstd.compress, level=ZSTD_LEVEL)
+        if self.storage == 'mcap':
+            _write_chunk_crcs(self._writer.storage)
         self._open = True
         return self
 
@@ -185,6 +188,29 @@ class BagWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+# In an MCAP Chunk record, the CRC32 of its uncompressed records follows the opcode (1 byte), the record length
+# (8) and message start time, end time and uncompressed size (8 each).
+_CHUNK_CRC_AT = 1 + 8 + 24
+
+
+def _write_chunk_crcs(storage: Any) -> None:
+    """rosbags writes every chunk's CRC as 0 ("not computed"), so a flipped byte inside a chunk goes unseen by
+    every reader; rosbag2's MCAP writer computes it. Wrap the storage's close_chunk to fill the CRC in once the
+    chunk is written: readers (rosbags, mcap, ours) then check it and find the damage."""
+    close_chunk = storage.close_chunk
+
+    def close_chunk_with_crc() -> None:
+        crc = zlib.crc32(storage.chunk.bio.getbuffer())
+        start = storage.bio.tell()
+        close_chunk()
+        end = storage.bio.tell()
+        storage.bio.seek(start + _CHUNK_CRC_AT)
+        storage.bio.write(crc.to_bytes(4, 'little'))
+        storage.bio.seek(end)
+
+    storage.close_chunk = close_chunk_with_crc
 
 
 def _fsync_quietly(fd: int) -> None:

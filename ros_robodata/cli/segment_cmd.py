@@ -69,12 +69,17 @@ def run(args: argparse.Namespace) -> int:
             counts = Counter(e.kind for e in result.events)
             table.add_row(episode_id, *(str(counts.get(k, 0)) for k in EVENT_KINDS))
         stdout.print(table)
+    for episode_id, result in run.results.items():
+        for note in result.notes:
+            stderr.print(f'robodata segment: {episode_id}: note: {note}', markup=False)
     for episode_id, reason in run.failed.items():
         stderr.print(f'robodata segment: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if run.failed else EXIT_OK
 
 
 def _show(args: argparse.Namespace, name: str, result: SegmentResult) -> None:
+    for note in result.notes:  # the bag was damaged, or read in some unusual way: said first, on stderr
+        stderr.print(f'robodata segment: {name}: note: {note}', markup=False)
     if args.json:
         print_json(result.to_json())
         return

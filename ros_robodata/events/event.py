@@ -75,9 +75,11 @@ class SegmentResult:
     sources: tuple[str, ...] = ()
     thresholds: dict[str, float] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # how the bag was read (damage: where reading stopped)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({'notes': list(self.notes)} if self.notes else {}),
             'start_ns': self.start_ns,
             'end_ns': self.end_ns,
             'sources': list(self.sources),

@@ -32,12 +32,14 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
         present = [t for t in segmenter.topics if t in reader.topics]
         if not present:
             wanted = ', '.join(sorted(segmenter.topics))
-            raise BagError(f'{path}: none of the topics the segmenter reads ({wanted}) is in this bag')
+            damage = f' ({"; ".join(reader.notes)})' if reader.damaged_files else ''
+            raise BagError(f'{path}: none of the topics the segmenter reads ({wanted}) is in this bag{damage}')
         for message in reader.messages(present):
             segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
         segmenter.finish()
         result = segmenter.result(reader.start_ns, reader.end_ns)
         result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})
+        result.notes = list(reader.notes)
         return result
 
 

@@ -29,7 +29,7 @@ class WrenchWatch:
         self.last_spike_ns = 0
 
     def add(self, stamp_ns: int, force: tuple[float, float, float]) -> list[str]:
-        size = math.sqrt(force[0] ** 2 + force[1] ** 2 + force[2] ** 2)
+        size = math.hypot(*force)  # never OverflowError: a damaged message's 1e200 N is just huge
         if not math.isfinite(size):
             return []
         fired = []

@@ -229,7 +229,8 @@ class JointMotion:
         integral = float(np.sum(jerk ** 2) * dt)
         if integral <= 0 or duration <= 0:
             return None
-        return -math.log(duration ** 3 / peak ** 2 * integral)
+        value = duration * duration * duration / (peak * peak) * integral  # `**` on a float can raise OverflowError
+        return -math.log(value) if 0 < value < math.inf else None
 
     def findings(self) -> list[Finding]:
         if self._still_since is not None and self.last_ns is not None:

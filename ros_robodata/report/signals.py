@@ -260,7 +260,7 @@ def read_signals(bag_dir: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeS
                                     [(reading.position - gripper.closed_position) / stroke])
             if topic == wrench_topic and out.force is not None:
                 wrench = read_wrench(message.data, decode)
-                out.force.add(wrench.stamp_ns or message.t_ns, [math.sqrt(sum(float(v) ** 2 for v in wrench.force))])
+                out.force.add(wrench.stamp_ns or message.t_ns, [math.hypot(*(float(v) for v in wrench.force))])
             if topic in picker.topics:
                 picker.frame(message, header_stamp_ns(message.data) or message.t_ns, reader.decode)
         picker.finish(reader.decode)
