@@ -299,3 +299,54 @@ def test_a_wrench_of_1e300_newton_is_scored_not_a_crash(tmp_path, capsys):
     watch = WrenchWatch('/wrist/wrench', 200.0)
     assert watch.add(1, (1e300, 1e300, 1e300)) == ['contact.force_limit']
     assert watch.peak_n > 1e300
+
+
+# -- inputs are never outputs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('out', ['dataset.yaml', 'episodes/{id}/bag/bag.mcap', 'episodes/{id}/report.html',
+                                 'catalog.sqlite', 'episodes/{id}/bag/x.html'])
+def test_report_never_writes_over_a_dataset_or_a_recording(tmp_path, capsys, make_demo_dataset, out):
+    root = make_demo_dataset(1).root
+    assert main(['score', str(root)]) in (0, 3)
+    capsys.readouterr()
+    episode_id = next(root.glob('episodes/*')).name
+    before = digest(root)
+    target = root / out.format(id=episode_id)
+    code, err = run(capsys, 'report', root, '--out', target)
+    assert code == 1 and str(target) in one_line(err, 'report')
+    assert digest(root) == before
+
+
+def test_report_replaces_its_own_report_but_not_another_file_without_force(tmp_path, capsys, make_demo_dataset):
+    root = make_demo_dataset(1).root
+    main(['score', str(root)])
+    capsys.readouterr()
+    mine = tmp_path / 'r.html'
+    assert run(capsys, 'report', root, '--out', mine)[0] == 0
+    assert run(capsys, 'report', root, '--out', mine)[0] == 0  # a report of ours: replaced
+    notes = tmp_path / 'notes.html'
+    notes.write_text('<html>my notes</html>')
+    code, err = run(capsys, 'report', root, '--out', notes)
+    assert code == 1 and 'add --force' in one_line(err, 'report') and notes.read_text() == '<html>my notes</html>'
+    assert run(capsys, 'report', root, '--out', notes, '--force')[0] == 0
+
+
+@pytest.mark.parametrize('case', ['dataset root', 'episodes folder', 'a file', 'below a file', 'symlink loop',
+                                  'a folder of other things'])
+def test_export_refuses_an_out_folder_that_is_data_or_not_a_folder(tmp_path, capsys, make_demo_dataset, case):
+    root = make_demo_dataset(1).root
+    (tmp_path / 'file.txt').write_text('x')
+    (tmp_path / 'loop').symlink_to(tmp_path / 'loop')
+    (tmp_path / 'stuff').mkdir()
+    (tmp_path / 'stuff' / 'thesis.pdf').write_text('x')
+    out = {'dataset root': root, 'episodes folder': root / 'episodes' / 'frames', 'a file': tmp_path / 'file.txt',
+           'below a file': tmp_path / 'file.txt' / 'frames', 'symlink loop': tmp_path / 'loop' / 'frames',
+           'a folder of other things': tmp_path / 'stuff'}[case]
+    before = digest(root)
+    code, err = run(capsys, 'export', 'frames', root, '--out', out, '--tasks', 'none')
+    assert code == 1 and str(out) in one_line(err, 'export')
+    assert digest(root) == before
+    if case == 'a folder of other things':
+        code, _ = run(capsys, 'export', 'frames', root, '--out', out, '--tasks', 'none', '--force')
+        assert code != 1 and (out / 'episodes').is_dir() and (out / 'thesis.pdf').read_text() == 'x'

@@ -62,6 +62,9 @@ def add_parser(sub: Any) -> None:
                    help=f'task files for labeling tools: any of {",".join(TOOLS)}, or none (default: all)')
     f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
     f.add_argument('--no-video', action='store_true', help='no per-episode MP4 for the timeline tasks')
+    f.add_argument('--force', action='store_true',
+                   help='export into a folder that holds files other than an earlier export (never into a dataset '
+                        'or a bag)')
     f.set_defaults(func=run)
     live = kinds.add_parser(
         'live', help='run the frame_exporter node: frames written during each episode of a running session',
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         say('no joint_states in the profile: frames carry no joint state')
     workers = min(args.workers, os.cpu_count() or 1)
     result = export_frames(target, args.out, options, profile=profile, filters=filters_from(args), workers=workers,
+                           force=args.force,
                            progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json))
     for episode_id, sensors in result.missing.items():
         topics = ', '.join(s.topic for s in (plan.reference, *plan.sensors) if s.name in sensors)

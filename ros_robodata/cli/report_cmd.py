@@ -37,6 +37,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument('--episodes', type=int, metavar='N',
                    help='detailed sections (timeline, frames) for the N worst-scoring episodes only (default all)')
     p.add_argument('--workers', type=int, default=1, help='bags scored in parallel (bags only; default 1)')
+    p.add_argument('--force', action='store_true',
+                   help='replace --out even when it is a file robodata did not write (never a recording or a '
+                        "dataset's own file)")
     p.set_defaults(func=run)
 
 
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise RobodataError('--episodes must be 0 or more')
     result = write_report(args.target, args.out, profile=args.profile, filters=filters_from(args),
                           detail=args.episodes, workers=max(1, args.workers),
-                          progress=lambda it: progress(it, 'reporting', quiet=args.json))
+                          progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force)
     for episode_id, reason in result.problems.items():
         stderr.print(f'robodata report: {episode_id}: {reason}', markup=False)
     if args.json:

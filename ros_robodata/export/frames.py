@@ -54,6 +54,7 @@ from ros_robodata.export.plan import (
 from ros_robodata.export.schedule import FrameScheduler
 from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
 from ros_robodata.files import safe_path, write_atomic
+from ros_robodata.outputs import prepare_export_dir
 from ros_robodata.profile import Profile
 from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints
 
@@ -332,8 +333,7 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
     plan = replace(plan_export(profile, options), dataset=name)
     for item in items:
         check_episode_id(item.name)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / 'episodes').mkdir(exist_ok=True)
+    prepare_export_dir(out, force=True)  # the caller chose the folder; here only made, and checked not to be data
     by_name = {item.name: item for item in items}
     jobs = [(i.name, str(i.bag), None if i.folder is None else str(i.folder / EVENTS_FILE), str(out), plan,
              i.task, i.outcome or '') for i in items]
@@ -360,14 +360,17 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
 
 def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOptions | None = None, *,
                   profile: Profile | str | None = None, filters: Filters | None = None, workers: int = 1,
-                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
+                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+                  force: bool = False) -> ExportResult:
     """Frames of a dataset's episodes, one episode, a bag or a folder of bags, for labeling, into `out_dir`
-    (images and PCDs, a frames.json per episode, manifest.json). Options are checked before anything is written."""
+    (images and PCDs, a frames.json per episode, manifest.json). Options and `out_dir` are checked before anything
+    is written: never recorded data, and a folder holding other files needs `force` (outputs.prepare_export_dir)."""
     options = options or ExportOptions()
     work = prepare(target, profile, filters)
     plan_export(work.profile, options)
     if not work.items:
         raise RobodataError(f'{work.target.path}: no recorded episode to export')
+    prepare_export_dir(Path(out_dir), force=force)
     name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name
     return export_items(work.items, work.profile, out_dir, options, name=name, workers=workers, progress=progress)
 

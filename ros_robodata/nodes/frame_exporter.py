@@ -26,6 +26,7 @@ from ros_robodata.export.manifest import refresh_manifest
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.outputs import prepare_export_dir
 from ros_robodata.profile import load_profile
 from ros_robodata.vocabulary import parse_duration
 
@@ -54,8 +55,7 @@ class FrameExporterNode(Node):
                                 reference=reference or None, lidar=bool(lidar), image_format=image_format,
                                 tolerance_ns=parse_duration(tolerance, 'tolerance'))
         self.plan = plan_export(self.profile, options, self.profile.robot.name)
-        self.out = Path(out)
-        (self.out / 'episodes').mkdir(parents=True, exist_ok=True)
+        self.out = prepare_export_dir(Path(out), force=True)  # never into a dataset or a bag
         self._clock_ns = clock_of(self)
         self._queue: queue.Queue[tuple[str, ...] | tuple[str, str, str, int, bytes]] = queue.Queue(maxsize=_QUEUE)
         self.dropped = 0

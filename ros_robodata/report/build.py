@@ -13,6 +13,7 @@ from ros_robodata.dataset.importer import episode_id_for
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, as_target, prepare, profile_for
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
+from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
 from ros_robodata.report.figure import timeline_png
 from ros_robodata.report.page import EpisodeVisuals, render_report
@@ -34,38 +35,40 @@ class ReportResult:
 
 def write_report(target: TargetLike, out: str | Path | None = None, *, profile: Profile | str | None = None,
                  filters: Filters | None = None, detail: int | None = None, workers: int = 1,
-                 progress: Progress | None = None) -> ReportResult:
+                 progress: Progress | None = None, force: bool = False) -> ReportResult:
     """The quality report of a scored dataset (written to DATASET/report.html unless `out`), or of bags scored in
     memory (written to `out`, default ./<name>_report.html). `detail` limits the per-episode sections (timeline,
-    frames) to the worst episodes, the costly part of a big dataset."""
+    frames) to the worst episodes, the costly part of a big dataset. `out` is never recorded data, and replaces
+    only a report of ours unless `force` (outputs.check_report_file)."""
     resolved = as_target(target)
     if resolved.dataset is not None:
         chosen = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
         return report_dataset(resolved.dataset, chosen, Path(out) if out else None, filters=filters, detail=detail,
-                              progress=progress)
+                              progress=progress, force=force)
     work = prepare(resolved, profile, filters)
     name = resolved.path.resolve().name
     path = Path(out) if out else Path.cwd() / f'{episode_id_for(resolved.path.stem)}_{REPORT_FILE}'
-    return report_items(work.items, work.profile, path, name=name, workers=workers, detail=detail, progress=progress)
+    return report_items(work.items, work.profile, path, name=name, workers=workers, detail=detail, progress=progress,
+                        force=force)
 
 
 def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, *, filters: Filters | None = None,
-                   detail: int | None = None, progress: Progress | None = None) -> ReportResult:
+                   detail: int | None = None, progress: Progress | None = None, force: bool = False) -> ReportResult:
     """The report of a scored dataset, from what `robodata score` wrote, written whole (a crash leaves the
     previous one)."""
     path = Path(out) if out is not None else dataset.root / REPORT_FILE
-    _check_out(path)
+    check_report_file(path, force=force)
     summary, scored = load_scores(dataset, filters)
     return render_to(path, dataset.name, summary, scored, {ep.id: dataset.bag_dir(ep.id) for ep in scored},
                      profile, detail=detail, progress=progress)
 
 
 def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, workers: int = 1,
-                 detail: int | None = None, progress: Progress | None = None) -> ReportResult:
+                 detail: int | None = None, progress: Progress | None = None, force: bool = False) -> ReportResult:
     """Score bags on their own in memory (nothing is written beside them), then report on them into `out`."""
     from ros_robodata.quality.score import score_items
 
-    _check_out(out)
+    check_report_file(out, force=force)
     run = score_items(items, profile, workers=workers)
     scored = [ScoredEpisode(Episode(id=i.name, status='complete'), run.scores[i.name].to_json(),
                             list(run.events.get(i.name) or [])) for i in items if i.name in run.scores]
@@ -75,14 +78,6 @@ def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, w
                        progress=progress)
     result.problems.update(run.failed)
     return result
-
-
-def _check_out(path: Path) -> None:
-    """A report is one .html file in an existing folder: never a name that could be a recording or a dataset file."""
-    if path.suffix.lower() not in ('.html', '.htm'):
-        raise RobodataError(f'{path}: a report is written to an .html file; name one (e.g. report.html)')
-    if not path.parent.is_dir():
-        raise RobodataError(f'{path}: no folder {path.parent} to write the report into')
 
 
 def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[ScoredEpisode], bags: dict[str, Path],

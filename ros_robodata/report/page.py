@@ -9,6 +9,7 @@ from typing import Any
 
 from ros_robodata import __version__
 from ros_robodata.events.offline import EVENTS_FILE
+from ros_robodata.outputs import REPORT_MARK
 from ros_robodata.report.scores import ScoredEpisode
 from ros_robodata.report.signals import Thumbnail
 
@@ -60,7 +61,7 @@ figcaption { font-size: 12px; color: #444; }
 def render_report(name: str, summary: dict[str, Any], episodes: list[ScoredEpisode],
                   visuals: dict[str, EpisodeVisuals]) -> str:
     """The whole page. Everything read from files is escaped: ids, tasks and messages come from users."""
-    parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
+    parts = ['<!DOCTYPE html>', f'<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f'<title>{_e(name)}: quality report</title>', f'<style>{_CSS}</style></head><body><main>',
              f'<h1>{_e(name)}: quality report</h1>',
