@@ -29,12 +29,16 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> boo
     except OSError:
         pass
     tmp = path.with_name(f'.{path.name}.tmp')
-    with tmp.open('wb') as f:
-        f.write(raw)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open('wb') as f:
+            f.write(raw)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, Ctrl-C: the temporary file does not outlive the write
+        tmp.unlink(missing_ok=True)
+        raise
     return True
 
 

@@ -200,7 +200,7 @@ def test_events_json_of_the_wrong_shape_is_named_by_score_and_export(tmp_path, c
     root = make_demo_dataset(1).root
     events = next(root.glob('episodes/*')) / 'events.json'
     events.write_text('{"events": [{"kind": "grasp"}], "timeline": "nope"}')
-    code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--around-events', '1',
+    code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--around-events', 'grasp',
                     '--window', '0.5s')
     assert code in (1, 3) and 'events.json' in err and 'integer t_ns' in err
 
@@ -350,3 +350,58 @@ def test_export_refuses_an_out_folder_that_is_data_or_not_a_folder(tmp_path, cap
     if case == 'a folder of other things':
         code, _ = run(capsys, 'export', 'frames', root, '--out', out, '--tasks', 'none', '--force')
         assert code != 1 and (out / 'episodes').is_dir() and (out / 'thesis.pdf').read_text() == 'x'
+
+
+# -- half-done changes, read-only datasets ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('broken', ['audit is a directory', 'catalog is garbage'])
+def test_set_changes_nothing_when_its_audit_line_or_catalog_cannot_be_written(tmp_path, capsys, make_demo_dataset,
+                                                                             broken):
+    root = make_demo_dataset(1).root
+    episode = next(root.glob('episodes/*'))
+    if broken == 'audit is a directory':
+        (root / 'audit.jsonl').unlink(missing_ok=True)
+        (root / 'audit.jsonl').mkdir()
+    else:
+        (root / 'catalog.sqlite').write_bytes(b'not a database at all' * 100)
+    before = (episode / 'episode.yaml').read_bytes()
+    code, err = run(capsys, 'set', episode, '--outcome', 'success')
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert (episode / 'episode.yaml').read_bytes() == before  # not changed without its audit line
+    assert not list(root.rglob('.*.tmp'))
+
+
+def test_a_read_only_dataset_can_be_read(tmp_path, capsys, make_demo_dataset, monkeypatch):
+    """As root the permission bits do not stop writes, so a read-only medium is simulated for the catalog."""
+    root = make_demo_dataset(1).root
+    before = digest(root)
+    monkeypatch.setattr('ros_robodata.dataset.catalog.os.access', lambda path, mode: False)
+    for command in (['info', root], ['list', root]):
+        code, err = run(capsys, *command)
+        assert code == 0, err
+    with within(20):
+        assert main(['verify', str(root)]) == 0
+    capsys.readouterr()
+    code, err = run(capsys, 'set', next(root.glob('episodes/*')), '--outcome', 'success')
+    assert code == 1 and 'read-only' in one_line(err, 'set')
+    assert digest(root) == before
+
+
+def test_an_audit_log_with_a_broken_line_is_named_not_a_traceback(tmp_path, make_demo_dataset):
+    from ros_robodata.dataset.audit import read_audit
+    from ros_robodata.errors import DatasetError
+
+    root = make_demo_dataset(1).root
+    with (root / 'audit.jsonl').open('a') as f:
+        f.write('{"time": "cut sho\n')
+    with pytest.raises(DatasetError, match=r'audit\.jsonl: line \d+ is not an audit entry'):
+        list(read_audit(root / 'audit.jsonl'))
+
+
+def test_export_options_that_make_no_sense_are_refused(tmp_path, capsys, make_demo_dataset):
+    root = make_demo_dataset(1).root
+    for options, says in ((['--around-events', 'bogus', '--window', '1s'], 'bogus is not an event kind'),
+                          (['--every-n', '1000000000000000000000000000000'], '--every-n must be from 1 to')):
+        code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--tasks', 'none', *options)
+        assert code == 1 and says in one_line(err, 'export')

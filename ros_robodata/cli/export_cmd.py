@@ -87,7 +87,7 @@ def run_live(args: argparse.Namespace) -> int:
     return exporter.main(node_arguments({
         'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
         'every_n': args.every_n, 'cameras': args.cameras, 'lidar': args.lidar, 'format': args.format,
-        'tolerance': args.tolerance}))
+        'tolerance': args.tolerance}, 'robodata export live'))
 
 
 def options_from_args(args: argparse.Namespace) -> ExportOptions:

@@ -22,11 +22,12 @@ def require_ros(module: str, what: str) -> Any:
         raise RobodataError(f'{what} needs ROS 2 (rclpy and the colcon-built ros_robodata interfaces): {err}') from None
 
 
-def node_arguments(params: Mapping[str, Any]) -> list[str]:
-    """`robodata --ros-args -p name:=value ...` for a node's main(); None values are left to the node's default.
+def node_arguments(params: Mapping[str, Any], program: str = 'robodata') -> list[str]:
+    """`<program> --ros-args -p name:=value ...` for a node's main(); None values are left to the node's default.
+    `program` (e.g. 'robodata record') is how the node's errors name the command.
     Values are YAML, as ROS 2 reads them: strings are quoted (a task named 007 stays '007'), booleans are
     true/false, numbers stay numbers."""
-    out = ['robodata', '--ros-args']
+    out = [program, '--ros-args']
     for name, value in params.items():
         if value is None:
             continue

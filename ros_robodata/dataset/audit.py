@@ -41,10 +41,34 @@ def append_audit(path: Path, action: str, episode_id: str | None, who: str | Non
     return entry
 
 
+def check_audit_writable(path: Path) -> None:
+    """DatasetError (one line) unless a line can be appended to `path` now: checked before a change is made."""
+    from ros_robodata.errors import DatasetError
+
+    if path.exists() and not path.is_file():
+        raise DatasetError(f'{path}: not a file: no change is made without its audit line (move it away)')
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as err:
+        raise DatasetError(f'{path}: cannot be appended to ({err.strerror or err}): no change is made without its '
+                           'audit line') from None
+    os.close(fd)
+
+
 def read_audit(path: Path) -> Iterator[dict]:
+    """The entries in order; DatasetError naming the line that is not one (a hand edit, a cut write)."""
+    from ros_robodata.errors import DatasetError
+
     if not path.exists():
         return
-    with path.open(encoding='utf-8') as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+    with path.open(encoding='utf-8', errors='replace') as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except (ValueError, RecursionError):
+                raise DatasetError(f'{path}: line {number} is not an audit entry (not JSON)') from None
+            if not isinstance(entry, dict):
+                raise DatasetError(f'{path}: line {number} is not an audit entry (not a JSON object)')
+            yield entry

@@ -7,6 +7,7 @@ episode.yaml (and later its scores); `Dataset.rebuild_catalog()` recreates them 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -80,18 +81,32 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    @property
+    def read_only(self) -> bool:
+        """A dataset on read-only media or without write permission: read it as it is, change nothing."""
+        folder_writable = os.access(self.path.parent, os.W_OK)
+        return not folder_writable or (self.path.exists() and not os.access(self.path, os.W_OK))
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        read_only = self.read_only
         try:
-            conn = sqlite3.connect(self.path, timeout=30.0)
+            if read_only:  # immutable: no -wal/-shm files to create, nobody can be writing it
+                conn = sqlite3.connect(f'{self.path.resolve().as_uri()}?mode=ro&immutable=1', uri=True, timeout=30.0)
+            else:
+                conn = sqlite3.connect(self.path, timeout=30.0)
         except sqlite3.Error as err:
             raise DatasetError(f'{self.path}: cannot open catalog: {err}') from None
         try:
-            conn.execute('PRAGMA journal_mode=WAL')
-            conn.execute('PRAGMA synchronous=FULL')
+            if not read_only:
+                conn.execute('PRAGMA journal_mode=WAL')
+                conn.execute('PRAGMA synchronous=FULL')
             with conn:
                 yield conn
         except sqlite3.DatabaseError as err:
+            if read_only and 'readonly' in str(err):
+                raise DatasetError(f'{self.path.parent}: the dataset is read-only here: this command would change '
+                                   'it (copy it somewhere writable, or ask for write permission)') from None
             msg = f'{self.path}: catalog error: {err} (`robodata catalog rebuild` recreates it from the episodes)'
             raise DatasetError(msg) from None
         finally:
@@ -119,6 +134,8 @@ class Catalog:
         if int(row[0]) > SCHEMA_VERSION:
             msg = f'{self.path}: catalog schema {row[0]} is newer than this ros_robodata ({SCHEMA_VERSION})'
             raise DatasetError(msg)
+        if self.read_only:
+            return  # an older catalog is read as it is (its missing columns read as empty)
         with self._connect() as conn:
             _add_columns(conn)
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata import __version__, untrusted
-from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.audit import append_audit, check_audit_writable
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.errors import DatasetError, RobodataError
-from ros_robodata.files import read_yaml, write_yaml
+from ros_robodata.files import read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
@@ -221,11 +221,26 @@ class Dataset:
         return self._change(episode_id, 'status', status, who, reason)
 
     def _change(self, episode_id: str, field: str, value: str, who: str | None, reason: str) -> Episode:
+        """A change and its audit line together or not at all: the catalog and audit.jsonl are checked first, and
+        an audit line that cannot be written puts episode.yaml back as it was."""
         episode = self.episode(episode_id)
+        if self.catalog.read_only:
+            raise DatasetError(f'{self.root}: the dataset is read-only here: the {field} of {episode_id} cannot be '
+                               'changed (copy it somewhere writable, or ask for write permission)')
+        self.catalog.check()
+        check_audit_writable(self.audit_path)
+        path = self.episode_dir(episode_id) / 'episode.yaml'
+        before = path.read_bytes()
         old = getattr(episode, field)
         setattr(episode, field, value)
-        self.save_episode(episode)
-        append_audit(self.audit_path, f'set_{field}', episode_id, who, old=old, new=value, reason=reason)
+        write_episode(path, episode)
+        try:
+            append_audit(self.audit_path, f'set_{field}', episode_id, who, old=old, new=value, reason=reason)
+        except OSError as err:
+            write_atomic(path, before)
+            raise DatasetError(f'{self.audit_path}: cannot append the audit line ({err.strerror or err}): the change '
+                               f'to {episode_id} was undone') from None
+        self.catalog.upsert(episode, **self.bag_stats(episode))
         return episode
 
     # -- integrity ------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.vocabulary import EVENT_KINDS
+
+MAX_EVERY_N = 1_000_000  # one frame in a million: a day of a 10 Hz camera
 
 T = TypeVar('T')
 
@@ -31,8 +34,11 @@ class ScheduleSpec:
             raise RobodataError('--every and --every-n exclude each other: pick one')
         if self.every_ns is not None and self.every_ns <= 0:
             raise RobodataError('--every must be greater than 0')
-        if self.every_n is not None and self.every_n < 1:
-            raise RobodataError(f'--every-n must be at least 1, got {self.every_n}')
+        if self.every_n is not None and not 1 <= self.every_n <= MAX_EVERY_N:
+            raise RobodataError(f'--every-n must be from 1 to {MAX_EVERY_N:,} (frames), got {self.every_n}')
+        if unknown := [kind for kind in self.around_events if kind not in EVENT_KINDS]:
+            raise RobodataError(f'--around-events: {", ".join(unknown)} is not an event kind (one of '
+                                f'{", ".join(EVENT_KINDS)})')
         if self.around_events and self.every_n is not None:
             raise RobodataError('--around-events works with --every (time steps in the window), not --every-n')
         if self.around_events and (self.window_ns is None or self.window_ns <= 0):

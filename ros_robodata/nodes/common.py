@@ -6,6 +6,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -201,8 +202,8 @@ def run_nodes(
         reason = stop.reason or 'shut down'
     except (KeyboardInterrupt, ExternalShutdownException):
         reason = stop.reason or 'interrupted'
-    except RobodataError as err:
-        name = nodes[-1].get_name() if len(nodes) == len(makers) else 'robodata'
+    except RobodataError as err:  # named after the command that ran the nodes, or the node (ros2 run)
+        name = Path(args[0]).name if args else (Path(sys.argv[0]).stem or 'robodata')
         print(f'{name}: error: {" ".join(str(err).split())}', file=sys.stderr)
         return 1
     finally:

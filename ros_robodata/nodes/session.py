@@ -35,7 +35,7 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
     if monitor:
         makers.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile,
                                                                              use_sim_time=use_sim_time)))
-    return run_nodes(makers, ['robodata'], on_shutdown=_close_episode, after_start=_quiet_gc)
+    return run_nodes(makers, ['robodata session'], on_shutdown=_close_episode, after_start=_quiet_gc)
 
 
 def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False) -> int:
@@ -43,7 +43,7 @@ def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False
     return run_nodes([lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, use_sim_time=use_sim_time)),
                       lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile, images=images,
                                                                              use_sim_time=use_sim_time))],
-                     ['robodata'])
+                     ['robodata monitor'])
 
 
 def _close_episode(nodes: list[Node], reason: str) -> None:
