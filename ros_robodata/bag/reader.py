@@ -91,6 +91,8 @@ class BagReader:
                     raise BagError(f'{file}: not an MCAP file (no MCAP magic at its start)') from None
             source = _ScannedMcap(file)
             bad = f', skipping {len(source.bad_chunks)} unreadable chunk(s)' if source.bad_chunks else ''
+            if source.orphans:
+                bad += f' and {source.orphans} message(s) whose channel record was lost'
             self.notes.append(
                 f'{file.name} is damaged or truncated ({_reason(err)}){bad}; recovered {source.message_count} '
                 f'message(s) up to byte {source.readable_bytes:,} of {file.stat().st_size:,}'
@@ -375,8 +377,12 @@ class _ScannedMcap(_Source):
         self.end_ns = 0
         self.readable_bytes = 0
         counts: dict[str, int] = {}
+        self.orphans = 0  # messages whose channel record was lost to the damage: no topic to put them in
         for record, offset in self._records():
             if isinstance(record, Message):
+                if record.channel_id not in self._channels:
+                    self.orphans += 1
+                    continue
                 topic = self._channels[record.channel_id][0]
                 counts[topic] = counts.get(topic, 0) + 1
                 self.message_count += 1
@@ -427,7 +433,7 @@ class _ScannedMcap(_Source):
 
     def messages(self, wanted: set[str] | None, start_ns: int | None, stop_ns: int | None) -> Iterator[BagMessage]:
         for record, _ in self._records():
-            if not isinstance(record, Message):
+            if not isinstance(record, Message) or record.channel_id not in self._channels:
                 continue
             topic, msgtype = self._channels[record.channel_id]
             if wanted is not None and topic not in wanted:

@@ -110,7 +110,11 @@ class Dataset:
         if schema > SCHEMA_VERSION:
             raise DatasetError(f'{file}: schema {info["schema_version"]} is newer than this ros_robodata')
         dataset = cls(root, info)
-        if not dataset.catalog.path.exists():
+        catalog = dataset.catalog.path
+        if (catalog.is_symlink() and not catalog.exists()) or (catalog.exists() and not catalog.is_file()):
+            raise DatasetError(f'{catalog}: not a file (a folder, or a symlink to nothing): move it away and run '
+                               '`robodata catalog rebuild`')
+        if not catalog.exists():
             dataset.catalog.create()
             dataset.rebuild_catalog()
         if check_catalog:

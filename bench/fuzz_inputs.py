@@ -1,0 +1,508 @@
+"""Bad input at scale: damaged bags, broken dataset files, hostile YAML and JSON, odd arguments, against every
+offline command. Each case copies a small real dataset (simulated episodes imported, segmented, scored and
+exported), breaks one thing, runs one command in a forked child with a time limit, and is judged:
+
+- a clean error: exit status 1 and exactly one stderr line `robodata <command>: error: ...`;
+- handled: exit status 0 or 3 (the command did what it could and said what it could not);
+- a traceback (target 0), a run over --limit seconds (target 0, killed), a file of the dataset changed that the
+  command does not own (target 0), and the peak resident memory of any case (target under 1 GiB).
+
+Seeded and bounded: the same --seed gives the same cases. Usage:
+
+    .venv/bin/python bench/fuzz_inputs.py --cases 2000          # ~10 min on 2 cores
+    .venv/bin/python bench/fuzz_inputs.py --cases 40 --json     # what the tests run
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import io
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+PROFILE = ROOT / 'config' / 'sim_cell.yaml'
+TAXONOMY = ROOT / 'config' / 'taxonomy.yaml'
+MEMORY_LIMIT = 2 * 1024**3  # a child over this fails with MemoryError (counted), rather than the machine swapping
+
+# What each command may write in the dataset it works on (anything else changed is damage).
+OWNED = {
+    'info': [], 'verify': [], 'list': [], 'profile': [],
+    'segment': ['episodes/*/events.json'],
+    'score': ['episodes/*/events.json', 'episodes/*/quality.json', 'quality_summary.json', 'catalog.sqlite*'],
+    'report': ['report.html', 'catalog.sqlite*'],
+    'export': ['episodes/*/events.json'],
+    'set': ['episodes/*/episode.yaml', 'audit.jsonl', 'catalog.sqlite*'],
+    'catalog': ['catalog.sqlite*', 'audit.jsonl'],
+    'repair': ['episodes/*', 'episodes/*/*', 'episodes/*/bag/*', 'episodes/*/bag/damaged/*', 'catalog.sqlite*',
+               'audit.jsonl'],
+}
+
+
+@dataclass
+class Case:
+    number: int
+    what: str  # the damage or oddity
+    command: str
+    args: list[str]
+    broke: str = ''  # the file deliberately broken (its change is not damage)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    code: int | None  # None: killed after the time limit
+    seconds: float
+    stderr: str
+    peak_kib: int
+    changed: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        if self.code is None:
+            return 'hang'
+        if 'Traceback (most recent call last)' in self.stderr:
+            return 'traceback'
+        if self.changed:
+            return 'damaged'
+        lines = self.stderr.strip().splitlines()
+        one_line = len(lines) == 1 and lines[0].startswith('robodata ') and ': error: ' in lines[0]
+        if self.code == 1 and one_line:
+            return 'clean error'
+        if self.code == 2 and lines and ': error: ' in lines[-1]:  # argparse: the usage line, then the error
+            return 'clean error'
+        if self.code in (0, 3) or (self.code == 1 and self.case.command == 'verify' and not lines):
+            return 'handled'  # verify's 1 with nothing on stderr: it found problems and listed them
+        return 'other'
+
+
+# -- the base data ---------------------------------------------------------------------------------------------
+
+
+def build_base(work: Path) -> Path:
+    """Two simulated episodes, imported into a dataset, segmented, scored, exported: every file a dataset has."""
+    from ros_robodata.cli.main import main
+    from ros_robodata.profile import load_profile
+    from ros_robodata.sim.to_bag import write_sim_episode
+
+    profile = load_profile(PROFILE)
+    bags = work / 'bags'
+    for seed in (0, 3):
+        write_sim_episode(bags / f'demo_{seed}', profile, seed=seed, max_duration_s=3.0, cameras=True,
+                          image_size=(64, 48))
+    dataset = work / 'base' / 'ds'
+    quiet = io.StringIO()
+    with _redirect(quiet):
+        for args in (['import', str(bags), '--dataset', str(dataset), '--profile', str(PROFILE), '--task', 'pick'],
+                     ['segment', str(dataset)], ['score', str(dataset)],
+                     ['export', 'frames', str(dataset), '--out', str(work / 'base' / 'frames'), '--tasks', 'none',
+                      '--every', '0.5s']):
+            code = main(args)
+            if code not in (0, 3):
+                raise RuntimeError(f'setting up the base data failed at {args}: {quiet.getvalue()[-2000:]}')
+    shutil.copytree(bags / 'demo_0', work / 'base' / 'bag')
+    shutil.copy(PROFILE, work / 'base' / 'profile.yaml')
+    shutil.copy(TAXONOMY, work / 'base' / 'taxonomy.yaml')
+    return work / 'base'
+
+
+class _redirect:
+    def __init__(self, sink: io.StringIO) -> None:
+        self.sink = sink
+
+    def __enter__(self) -> None:
+        self.saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = self.sink
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout, sys.stderr = self.saved
+
+
+# -- mutations -------------------------------------------------------------------------------------------------
+
+BOMB = ('a: &a [x,x,x,x,x,x,x,x,x,x]\n'
+        + ''.join(f'{chr(98 + i)}: &{chr(98 + i)} [{",".join(["*" + chr(97 + i)] * 10)}]\n' for i in range(8)))
+
+
+def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """One kind of binary damage, placed at random."""
+    kind = rng.choice(['flip header', 'flip middle', 'flip end', 'truncate', 'bogus length', 'zero block',
+                       'garbage schema', 'empty'])
+    b = bytearray(data)
+    n = len(b)
+    if kind == 'empty' or n < 64:
+        return b'', 'empty file'
+    if kind.startswith('flip'):
+        at = {'flip header': rng.randrange(0, min(256, n - 8)), 'flip middle': rng.randrange(n // 4, 3 * n // 4),
+              'flip end': rng.randrange(max(0, n - 512), n - 8)}[kind]
+        width = rng.choice([1, 8, 64])
+        for i in range(at, min(n, at + width)):
+            b[i] ^= rng.randrange(1, 256)
+        return bytes(b), f'{kind} ({width} bytes at {at})'
+    if kind == 'truncate':
+        cut = rng.randrange(0, n)
+        return bytes(b[:cut]), f'truncated at {cut} of {n}'
+    if kind == 'bogus length':
+        at = rng.randrange(0, n - 8)
+        b[at:at + 8] = struct.pack('<Q', rng.choice([2**63 - 1, 85761906966642, 2**40, n * 2]))
+        return bytes(b), f'bogus length at {at}'
+    if kind == 'zero block':
+        at = rng.randrange(0, n - 4096) if n > 4096 else 0
+        b[at:at + 4096] = bytes(min(4096, n - at))
+        return bytes(b), f'4 KiB zeroed at {at}'
+    marker = b'MSG: '
+    at = data.find(marker)
+    if at < 0:
+        at = rng.randrange(0, n - 32)
+    b[at:at + 32] = bytes(rng.randrange(32, 127) for _ in range(32))
+    return bytes(b), 'garbage in a schema'
+
+
+def mutate_text(text: str, rng: random.Random, kind_of_file: str) -> tuple[bytes, str]:
+    """One kind of damage to a YAML or JSON file."""
+    json_file = kind_of_file == 'json'
+    kind = rng.choice(['alias bomb', 'deep nesting', 'huge integer', 'wrong type', 'not utf-8', 'truncate',
+                       'empty', 'flip bytes', 'drop a key', 'null', 'list instead'])
+    if kind == 'alias bomb' and not json_file:
+        return (text + '\nextra_bomb:\n' + ''.join('  ' + line + '\n' for line in BOMB.splitlines())).encode(), kind
+    if kind == 'deep nesting':
+        depth = rng.choice([80, 1500, 100_000])
+        nested = '[' * depth + ']' * depth
+        return (f'{{"deep": {nested}}}' if json_file else f'{text}\ndeep_key: {nested}\n').encode(), f'{kind} {depth}'
+    if kind == 'huge integer':
+        digits = '9' * rng.choice([25, 400, 5000])
+        return re_number(text, digits).encode(), f'{kind} ({len(digits)} digits)'
+    if kind == 'wrong type':
+        replacement = rng.choice(['[1, 2]', '{"a": 1}', '"text"', '-1', '1e400', 'true', 'null'])
+        return re_value(text, replacement, rng).encode(), f'{kind} -> {replacement}'
+    if kind == 'not utf-8':
+        return text.encode() + b'\n# \xff\xfe\xe9\n', kind
+    if kind == 'truncate':
+        cut = rng.randrange(0, max(1, len(text)))
+        return text[:cut].encode(), f'truncated at {cut}'
+    if kind == 'empty':
+        return b'', kind
+    if kind == 'flip bytes':
+        raw = bytearray(text.encode())
+        for _ in range(rng.randrange(1, 8)):
+            if raw:
+                raw[rng.randrange(len(raw))] = rng.randrange(1, 256)
+        return bytes(raw), kind
+    if kind == 'drop a key':
+        lines = text.splitlines()
+        if lines:
+            del lines[rng.randrange(len(lines))]
+        return '\n'.join(lines).encode(), kind
+    if kind == 'null':
+        return b'null\n', kind
+    return b'- a\n- b\n' if not json_file else b'[1, 2, 3]', kind
+
+
+def re_number(text: str, digits: str) -> str:
+    import re
+
+    match = re.search(r'(?<![\w.])\d{2,}(?![\w.])', text)
+    return text[:match.start()] + digits + text[match.end():] if match else text + f'\nn: {digits}\n'
+
+
+def re_value(text: str, replacement: str, rng: random.Random) -> str:
+    import re
+
+    spots = list(re.finditer(r'(:\s*)([^\s{\[][^\n,}]*)', text))
+    if not spots:
+        return text
+    spot = rng.choice(spots)
+    return text[:spot.start(2)] + replacement + text[spot.end(2):]
+
+
+def special_file(path: Path, rng: random.Random) -> str:
+    """Replace a file with something that is not a regular file."""
+    kind = rng.choice(['fifo', 'directory', 'symlink loop', 'dangling symlink'])
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    if kind == 'fifo':
+        os.mkfifo(path)
+    elif kind == 'directory':
+        path.mkdir()
+    elif kind == 'symlink loop':
+        path.symlink_to(path)
+    else:
+        path.symlink_to(path.parent / 'nowhere')
+    return kind
+
+
+# -- cases -----------------------------------------------------------------------------------------------------
+
+COMMANDS_ON_DATASET = ['info', 'verify', 'list', 'segment', 'score', 'report', 'export', 'repair', 'catalog', 'set']
+ODD_VALUES = ['', ' ', '-1', '0', '1e30', '1e-30', 'nan', 'inf', '1 s', '2min', 'abc', '..', '/', '/dev/null',
+              'é', '9' * 50, '--json', '-x']
+
+
+def command_args(command: str, target: str, case_dir: Path, rng: random.Random) -> list[str]:
+    out = str(case_dir / 'out')
+    return {
+        'info': ['info', target], 'verify': ['verify', target], 'list': ['list', target],
+        'segment': ['segment', target, '--profile', str(case_dir / 'profile.yaml')],
+        'score': ['score', target, '--profile', str(case_dir / 'profile.yaml')],
+        'report': ['report', target, '--out', str(case_dir / 'r.html'), '--profile', str(case_dir / 'profile.yaml')],
+        'export': ['export', 'frames', target, '--out', out, '--tasks', rng.choice(['none', 'label_studio']),
+                   '--taxonomy', str(case_dir / 'taxonomy.yaml'), '--profile', str(case_dir / 'profile.yaml')],
+        'repair': ['repair', target, '--profile', str(case_dir / 'profile.yaml')],
+        'catalog': ['catalog', 'rebuild', target],
+        'set': ['set', target, '--outcome', rng.choice(['success', 'failure']), '--reason', 'fuzz'],
+        'profile': ['profile', str(case_dir / 'profile.yaml')],
+    }[command]
+
+
+def make_case(number: int, rng: random.Random, base: Path, case_dir: Path) -> Case:
+    """Copy the base data into case_dir and break one thing in it."""
+    shutil.copytree(base, case_dir, symlinks=True)
+    ds = case_dir / 'ds'
+    episode = sorted(p for p in (ds / 'episodes').iterdir() if p.is_dir() and not p.name.startswith('.'))[0]
+    family = rng.choice(['bag', 'bag', 'bag', 'dataset file', 'dataset file', 'sidecar', 'profile', 'taxonomy',
+                         'special file', 'arguments'])
+    if family == 'bag':
+        target_bag = rng.choice([episode / 'bag', case_dir / 'bag'])
+        storage = next(target_bag.glob('*.mcap'))
+        content, what = mutate_bytes(storage.read_bytes(), rng)
+        storage.write_bytes(content)
+        command = rng.choice(['info', 'verify', 'segment', 'score', 'report', 'export', 'repair'])
+        target = str(target_bag if command != 'repair' or rng.random() < 0.5 else ds)
+        if target_bag == episode / 'bag' and rng.random() < 0.5:
+            target = str(rng.choice([ds, episode]))
+        return Case(number, f'bag storage: {what}', command, command_args(command, target, case_dir, rng),
+                    str(storage.relative_to(case_dir)))
+    if family == 'dataset file':
+        path = rng.choice([ds / 'dataset.yaml', episode / 'episode.yaml', episode / 'bag' / 'metadata.yaml',
+                           case_dir / 'bag' / 'metadata.yaml'])
+        content, what = mutate_text(path.read_text(), rng, 'yaml')
+        path.write_bytes(content)
+        command = rng.choice(COMMANDS_ON_DATASET)
+        target = str(rng.choice([ds, episode]) if 'bag' not in path.parts or path.parent == episode / 'bag'
+                     else case_dir / 'bag')
+        if command == 'set':
+            target = str(episode)
+        return Case(number, f'{path.name}: {what}', command, command_args(command, target, case_dir, rng),
+                    str(path.relative_to(case_dir)))
+    if family == 'sidecar':
+        path = rng.choice([episode / 'events.json', episode / 'quality.json', ds / 'quality_summary.json',
+                           case_dir / 'frames' / 'manifest.json', ds / 'audit.jsonl'])
+        if not path.exists():
+            path.write_text('{}')
+        content, what = mutate_text(path.read_text(), rng, 'json')
+        path.write_bytes(content)
+        command = rng.choice(['score', 'report', 'export', 'list', 'verify', 'set', 'info'])
+        target = str(episode if command == 'set' else rng.choice([ds, episode]))
+        args = command_args(command, target, case_dir, rng)
+        if command == 'export' and 'manifest' in path.name:
+            args[args.index('--out') + 1] = str(case_dir / 'frames')
+        if command == 'export' and path.name == 'events.json':
+            args += ['--around-events', 'grasp,release', '--window', '1s']
+        return Case(number, f'{path.name}: {what}', command, args, str(path.relative_to(case_dir)))
+    if family in ('profile', 'taxonomy'):
+        path = case_dir / f'{family}.yaml'
+        content, what = mutate_text(path.read_text(), rng, 'yaml')
+        path.write_bytes(content)
+        command = 'profile' if family == 'profile' and rng.random() < 0.4 else rng.choice(
+            ['segment', 'score', 'export'] if family == 'profile' else ['export'])
+        args = command_args(command, str(rng.choice([ds, case_dir / 'bag'])), case_dir, rng)
+        if family == 'taxonomy' and '--tasks' in args:
+            args[args.index('--tasks') + 1] = 'label_studio'
+        return Case(number, f'{family}: {what}', command, args, str(path.relative_to(case_dir)))
+    if family == 'special file':
+        path = rng.choice([ds / 'dataset.yaml', episode / 'episode.yaml', episode / 'bag' / 'metadata.yaml',
+                           episode / 'events.json', case_dir / 'profile.yaml', case_dir / 'taxonomy.yaml',
+                           ds / 'audit.jsonl', ds / 'catalog.sqlite'])
+        what = special_file(path, rng)
+        command = rng.choice(['info', 'verify', 'list', 'segment', 'score', 'export', 'set', 'repair', 'catalog'])
+        target = str(episode if command == 'set' else rng.choice([ds, episode]))
+        return Case(number, f'{path.name} is a {what}', command, command_args(command, target, case_dir, rng),
+                    str(path.relative_to(case_dir)))
+    # odd arguments
+    command = rng.choice(['export', 'segment', 'score', 'report', 'list', 'set'])
+    args = command_args(command, str(episode if command == 'set' else ds), case_dir, rng)
+    option, value = rng.choice({
+        'export': [('--every', None), ('--every-n', None), ('--window', None), ('--around-events', None),
+                   ('--out', None), ('--workers', None), ('--tolerance', None), ('--cameras', None)],
+        'segment': [('--since', None), ('--task', None), ('--status', None)],
+        'score': [('--workers', None), ('--since', None), ('--outcome', None)],
+        'report': [('--out', None), ('--episodes', None)],
+        'list': [('--since', None), ('--status', None)],
+        'set': [('--status', None), ('--outcome', None), ('--who', None)],
+    }[command])
+    data_paths = [str(case_dir / 'ds' / 'dataset.yaml'), str(case_dir / 'profile.yaml'),
+                  str(next(episode.glob('bag/*.mcap')))]
+    value = rng.choice([*ODD_VALUES, *data_paths])
+    if option in args:
+        args[args.index(option) + 1] = value
+    else:
+        args += [option, value]
+    if option == '--window':
+        args += ['--around-events', 'grasp']
+    return Case(number, f'{option} {value!r}', command, args)
+
+
+# -- running ---------------------------------------------------------------------------------------------------
+
+
+def digest(root: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(root.rglob('*')):
+        try:
+            if path.is_file() and not path.is_symlink():
+                out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            pass
+    return out
+
+
+def run_case(case: Case, case_dir: Path, limit_s: float) -> Outcome:
+    """Run the case's command as a user would (`robodata ...` in its own process group), killed past `limit_s`."""
+    import subprocess
+
+    before = digest(case_dir / 'ds')
+    err_path = case_dir / 'stderr.txt'
+    start = time.monotonic()
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    with err_path.open('wb') as err:
+        proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', *case.args], cwd=case_dir,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=limits, start_new_session=True)
+        status, rusage, killed = _wait(proc.pid, limit_s)
+    proc.returncode = 0  # reaped by _wait
+    seconds = time.monotonic() - start
+    code = None if killed else os.waitstatus_to_exitcode(status)
+    stderr = err_path.read_text(errors='replace')
+    outcome = Outcome(case, code, seconds, stderr, rusage.ru_maxrss if rusage else 0)
+    after = digest(case_dir / 'ds')
+    owned = OWNED.get(case.command, [])
+    broke = case.broke[3:] if case.broke.startswith('ds/') else None
+    for name in sorted(set(before) | set(after)):
+        if before.get(name) == after.get(name) or name == broke:
+            continue
+        if name not in before and case.command in ('repair', 'score', 'segment', 'export', 'report', 'catalog', 'set'):
+            continue  # a new file is a result, not damage (reports, sidecars, damaged/ copies)
+        if any(fnmatch.fnmatch(name, pattern) for pattern in owned):
+            continue
+        outcome.changed.append(name)
+    return outcome
+
+
+def _wait(pid: int, limit_s: float) -> tuple[int, Any, bool]:
+    deadline = time.monotonic() + limit_s
+    while True:
+        done, status, rusage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, rusage, False
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)  # with any worker processes it started
+            _, status, rusage = os.wait4(pid, 0)
+            return status, rusage, True
+        time.sleep(0.02)
+
+
+def fuzz(cases: int, seed: int, limit_s: float, keep: Path | None = None, quiet: bool = False,
+         workers: int = 2) -> dict[str, Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    work = Path(tempfile.mkdtemp(prefix='robodata_fuzz_'))
+    try:
+        t0 = time.monotonic()
+        base = build_base(work)
+        setup_s = time.monotonic() - t0
+        done = [0]
+
+        def one(number: int) -> Outcome:
+            rng = random.Random(f'{seed}:{number}')  # each case its own stream: the same cases in any order
+            case_dir = work / f'case_{number}'
+            case = make_case(number, rng, base, case_dir)
+            outcome = run_case(case, case_dir, limit_s)
+            if outcome.kind in ('traceback', 'hang', 'damaged', 'other') and keep is not None:
+                shutil.copytree(case_dir, keep / f'case_{number}', symlinks=True, dirs_exist_ok=True)
+            shutil.rmtree(case_dir, ignore_errors=True)
+            done[0] += 1
+            if not quiet and done[0] % 100 == 0:
+                print(f'[fuzz] {done[0]}/{cases} cases ...', file=sys.stderr, flush=True)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(one, range(cases)))
+        return summarize(outcomes, setup_s, time.monotonic() - t0 - setup_s, limit_s)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def summarize(outcomes: list[Outcome], setup_s: float, run_s: float, limit_s: float) -> dict[str, Any]:
+    kinds = Counter(o.kind for o in outcomes)
+    bad = [o for o in outcomes if o.kind in ('traceback', 'hang', 'damaged', 'other')]
+    slow = [o for o in outcomes if o.code is not None and o.seconds > limit_s]
+    return {
+        'cases': len(outcomes),
+        'clean one-line errors': kinds.get('clean error', 0),
+        'handled (exit 0 or 3)': kinds.get('handled', 0),
+        'tracebacks': kinds.get('traceback', 0),
+        'runs over the limit': kinds.get('hang', 0) + len(slow),
+        'dataset files damaged': kinds.get('damaged', 0),
+        'other exits': kinds.get('other', 0),
+        'peak memory of any case (MiB)': round(max((o.peak_kib for o in outcomes), default=0) / 1024, 1),
+        'slowest case (s)': round(max((o.seconds for o in outcomes), default=0), 2),
+        'setup s': round(setup_s, 1), 'run s': round(run_s, 1),
+        'problems': [{'case': o.case.number, 'what': o.case.what, 'command': ' '.join(o.case.args[:1]),
+                      'kind': o.kind, 'code': o.code, 'changed': o.changed,
+                      'stderr': o.stderr.strip().splitlines()[-1:] if o.stderr.strip() else []} for o in bad][:50],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--cases', type=int, default=2000)
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--limit', type=float, default=10.0, help='seconds a case may run before it is a hang')
+    parser.add_argument('--keep', type=Path, help='copy the failing cases here')
+    parser.add_argument('--workers', type=int, default=2, help='cases run side by side (default 2)')
+    parser.add_argument('--json', action='store_true', help='print the figures as JSON')
+    args = parser.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    result = fuzz(args.cases, args.seed, args.limit, args.keep, quiet=args.json, workers=args.workers)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f'== fuzz_inputs: {result["cases"]} cases (seed {args.seed}, limit {args.limit:g} s) ==')
+    for key in ('clean one-line errors', 'handled (exit 0 or 3)', 'other exits'):
+        print(f'  {key}: {result[key]}')
+    print(f'  setup {result["setup s"]} s, cases {result["run s"]} s, slowest case {result["slowest case (s)"]} s')
+    targets = [('tracebacks', result['tracebacks'], 0), ('runs over the limit', result['runs over the limit'], 0),
+               ('dataset files damaged', result['dataset files damaged'], 0)]
+    for name, value, target in targets:
+        print(f'  {name}: {value} (target {target}): {"met" if value <= target else "NOT met"}')
+    peak = result['peak memory of any case (MiB)']
+    print(f'  peak memory of any case: {peak} MiB (target under 1024 MiB): {"met" if peak < 1024 else "NOT met"}')
+    for problem in result['problems'][:20]:
+        print(f'  ! case {problem["case"]} {problem["kind"]}: {problem["what"]} -> {problem["command"]}: '
+              f'{problem["stderr"]}{" changed " + ", ".join(problem["changed"]) if problem["changed"] else ""}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
