@@ -405,3 +405,22 @@ def test_export_options_that_make_no_sense_are_refused(tmp_path, capsys, make_de
                           (['--every-n', '1000000000000000000000000000000'], '--every-n must be from 1 to')):
         code, err = run(capsys, 'export', 'frames', root, '--out', tmp_path / 'out', '--tasks', 'none', *options)
         assert code == 1 and says in one_line(err, 'export')
+
+
+# -- the fuzz suite's fast subset ------------------------------------------------------------------------------
+
+
+def test_a_seeded_sample_of_the_fuzz_suite_finds_no_traceback_hang_or_damage():
+    """bench/fuzz_inputs.py at a size the suite can afford: 30 seeded cases across every family of damage."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location('fuzz_inputs', Path(__file__).resolve().parents[1] / 'bench'
+                                                  / 'fuzz_inputs.py')
+    fuzz_inputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz_inputs)
+    result = fuzz_inputs.fuzz(30, seed=7, limit_s=20.0, quiet=True)
+    assert result['cases'] == 30
+    assert (result['tracebacks'], result['runs over the limit'], result['dataset files damaged'],
+            result['other exits']) == (0, 0, 0, 0), result['problems']
+    assert result['clean one-line errors'] > 5 and result['handled (exit 0 or 3)'] > 5  # both kinds were tried
+    assert result['peak memory of any case (MiB)'] < 1024

@@ -160,8 +160,8 @@ class _DuplicateKey(Exception):
     """A mapping in the YAML repeats a key (PyYAML would silently keep the last one)."""
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys."""
+class _StrictLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's: a taxonomy may list tens of thousands of classes) refusing duplicate keys."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -171,7 +171,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
         if key in seen:
             raise _DuplicateKey(f'line {key_node.start_mark.line + 1}: duplicate key {key!r}')
         seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
