@@ -38,3 +38,8 @@ class TaxonomyError(ExportError):
 
 class TaskFileError(ExportError):
     """The manifest cannot be turned into labeling task files (bad path, missing file, bad name)."""
+
+
+class FileWriteError(RobodataError, OSError):
+    """A file could not be written (disk full, permission, a folder where the file belongs): still an OSError for
+    the code that handles storage failures (the recorder), one line for the user."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -12,7 +13,7 @@ from typing import Any
 import yaml
 
 from ros_robodata import untrusted
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import FileWriteError, RobodataError
 
 # libyaml's emitter where PyYAML was built with it: ~20x faster than the pure-Python one, same text.
 _DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
@@ -36,7 +37,13 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> boo
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:  # a full disk, Ctrl-C: the temporary file does not outlive the write
+    except OSError as err:  # a full disk, no permission, a folder where the file belongs: one line, no leftover
+        tmp.unlink(missing_ok=True)
+        hint = {errno.ENOSPC: 'the disk is full', errno.EISDIR: 'a folder is where the file belongs (move it away)',
+                errno.EACCES: 'permission denied', errno.EROFS: 'the file system is read-only',
+                errno.ENOTDIR: 'a file is where a folder belongs'}.get(err.errno or 0, err.strerror or str(err))
+        raise FileWriteError(f'{path}: cannot write: {hint}') from None
+    except BaseException:  # Ctrl-C: the temporary file does not outlive the write
         tmp.unlink(missing_ok=True)
         raise
     return True

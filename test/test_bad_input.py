@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -417,6 +418,7 @@ def test_a_seeded_sample_of_the_fuzz_suite_finds_no_traceback_hang_or_damage():
     spec = importlib.util.spec_from_file_location('fuzz_inputs', Path(__file__).resolve().parents[1] / 'bench'
                                                   / 'fuzz_inputs.py')
     fuzz_inputs = importlib.util.module_from_spec(spec)
+    sys.modules['fuzz_inputs'] = fuzz_inputs  # dataclasses look their module up there
     spec.loader.exec_module(fuzz_inputs)
     result = fuzz_inputs.fuzz(30, seed=7, limit_s=20.0, quiet=True)
     assert result['cases'] == 30
@@ -424,3 +426,25 @@ def test_a_seeded_sample_of_the_fuzz_suite_finds_no_traceback_hang_or_damage():
             result['other exits']) == (0, 0, 0, 0), result['problems']
     assert result['clean one-line errors'] > 5 and result['handled (exit 0 or 3)'] > 5  # both kinds were tried
     assert result['peak memory of any case (MiB)'] < 1024
+
+
+@pytest.mark.parametrize('command, where', [
+    (['repair'], 'episode.yaml'), (['set', '--outcome', 'success'], 'episode.yaml'),
+    (['score'], 'quality.json'), (['info'], 'metadata.yaml'), (['list'], 'dataset.yaml')])
+def test_a_folder_where_a_file_belongs_is_one_line(tmp_path, capsys, make_demo_dataset, command, where):
+    root = make_demo_dataset(1).root
+    episode = next(root.glob('episodes/*'))
+    path = {'episode.yaml': episode / 'episode.yaml', 'events.json': episode / 'events.json',
+            'quality.json': episode / 'quality.json', 'metadata.yaml': episode / 'bag' / 'metadata.yaml',
+            'dataset.yaml': root / 'dataset.yaml'}[where]
+    path.unlink(missing_ok=True)
+    path.mkdir()
+    target = episode if command[0] in ('set', 'segment') else (episode / 'bag' if where == 'metadata.yaml' else root)
+    with within(30):
+        code = main([command[0], str(target), *command[1:]])
+    out, err = capsys.readouterr()
+    assert 'Traceback' not in out + err
+    if code == 1 and err.strip():
+        assert len(err.strip().splitlines()) == 1 and where in err, err
+    else:  # went on without it, and said so
+        assert code in (0, 1, 3) and where in out + err, out + err

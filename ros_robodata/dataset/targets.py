@@ -70,6 +70,10 @@ def resolve(path_text: str | Path) -> Target:
         raise RobodataError(f'{path}: no such file or directory')
     if path.is_dir() and is_dataset(path):
         return Target('dataset', path, Dataset.open(path))
+    for name in ('dataset.yaml', 'episode.yaml', 'metadata.yaml'):
+        if os.path.lexists(path / name) and not (path / name).is_file():
+            raise RobodataError(f'{path / name}: not a file (a folder, or a symlink to nothing): move it away, then '
+                                '`robodata repair` or `robodata catalog rebuild` can restore what it held')
     if path.is_dir() and (path / 'episode.yaml').is_file():
         root = path.resolve().parent.parent
         if not is_dataset(root):
