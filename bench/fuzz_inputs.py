@@ -387,7 +387,9 @@ def run_case(case: Case, case_dir: Path, limit_s: float) -> Outcome:
     with err_path.open('wb') as err:
         proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', *case.args], cwd=case_dir,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                preexec_fn=limits, start_new_session=True)
+                                preexec_fn=limits, start_new_session=True,
+                                env={**os.environ, 'PYTHONPATH': os.pathsep.join(  # this tree, not another
+                                    filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))})
         status, rusage, killed = _wait(proc.pid, limit_s)
     proc.returncode = 0  # reaped by _wait
     seconds = time.monotonic() - start

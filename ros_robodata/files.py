@@ -49,6 +49,15 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> boo
     return True
 
 
+def leftover_temporaries(folder: Path) -> list[Path]:
+    """Temporary files write_atomic left in `folder` when its command was killed (SIGKILL, a power cut): the file
+    they were to replace is intact, they are clutter that `robodata repair` removes."""
+    try:
+        return sorted(p for p in folder.glob('.*.tmp') if p.is_file() and not p.is_symlink())
+    except OSError:
+        return []
+
+
 def write_json(path: Path, data: Any, *, indent: int = 1, durable: bool = False) -> bool:
     """JSON with a trailing newline, through write_atomic."""
     return write_atomic(path, json.dumps(data, indent=indent) + '\n', durable=durable)

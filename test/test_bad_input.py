@@ -448,3 +448,150 @@ def test_a_folder_where_a_file_belongs_is_one_line(tmp_path, capsys, make_demo_d
         assert len(err.strip().splitlines()) == 1 and where in err, err
     else:  # went on without it, and said so
         assert code in (0, 1, 3) and where in out + err, out + err
+
+
+def _without_crcs(bag: Path) -> Callable[[bytearray], None]:
+    """Another tool's bag: the same chunks with CRC 0 ("not computed"), then bytes flipped inside one."""
+    from mcap.reader import make_reader
+
+    with next(bag.glob('*.mcap')).open('rb') as f:
+        starts = [index.chunk_start_offset for index in make_reader(f).get_summary().chunk_indexes]
+
+    def change(data: bytearray) -> None:
+        for start in starts:
+            data[start + 33:start + 37] = bytes(4)
+        _flip_inside_a_chunk(data)
+    return change
+
+
+def test_a_damaged_chunk_without_a_crc_is_damage_on_every_path(multi_chunk_bag, tmp_path, capsys):
+    """rosbags and older writers leave chunk CRCs at 0: the damage shows as a decompression error (ZstdError on
+    the fast path, issue 21) and must read as a damaged bag, not a traceback."""
+    damaged = _damaged_copy(multi_chunk_bag, tmp_path, _without_crcs(multi_chunk_bag))
+    for command in (['info', damaged], ['segment', damaged, '--profile', PROFILE],
+                    ['score', damaged, '--profile', PROFILE],
+                    ['export', 'frames', damaged, '--profile', PROFILE, '--out', tmp_path / 'frames', '--tasks',
+                     'none']):
+        with within(30):
+            code = main([str(a) for a in command])
+        out, err = capsys.readouterr()
+        assert 'Traceback' not in out + err and 'ZstdError' not in out + err
+        assert code in (0, 3) and 'damaged' in out + err, (command, out, err)
+
+
+@pytest.mark.parametrize('where', ['dataset.yaml', 'metadata.yaml'])
+def test_yaml_nested_thousands_deep_is_one_line_from_info(tmp_path, capsys, make_demo_dataset, where):
+    """RecursionError in `info` on a bag and on a dataset (issue 21)."""
+    root = make_demo_dataset(1).root
+    path = next(root.rglob(where))
+    path.write_text(path.read_text() + 'deep: ' + '[' * 5000 + ']' * 5000 + '\n')
+    before = digest(root)
+    target = root if where == 'dataset.yaml' else path.parent
+    code, err = run(capsys, 'info', target)
+    assert code == 1 and where in one_line(err, 'info')
+    assert digest(root) == before
+
+
+def test_a_broken_sidecar_is_named_by_report_and_listed_past(tmp_path, capsys, make_demo_dataset):
+    """JSONDecodeError in `list` on a broken sidecar (issue 21): list reads the catalog and goes on, report needs
+    the sidecar and says which one and what to run."""
+    root = make_demo_dataset(1).root
+    episode = next(root.glob('episodes/*'))
+    assert main(['score', str(root)]) == 0
+    (episode / 'quality.json').write_text('{"score": 0.9, "checks": [')
+    capsys.readouterr()
+    code, err = run(capsys, 'list', root)
+    assert code == 0
+    code, err = run(capsys, 'report', root, '--out', tmp_path / 'report.html')
+    line = one_line(err, 'report')
+    assert code == 1 and 'quality.json' in line and 'robodata score' in line
+
+
+def test_an_unreadable_episode_is_named_by_catalog_rebuild_and_list(tmp_path, capsys, make_demo_dataset):
+    """catalog rebuild skips an episode whose episode.yaml is wrong (exit 3: done, but not all of it), and `list`
+    then says a folder is missing from the catalog instead of "no episode yet"."""
+    root = make_demo_dataset(1).root
+    episode_yaml = next(root.glob('episodes/*/episode.yaml'))
+    episode_yaml.write_text(episode_yaml.read_text().replace('outcome: ', 'outcome: [x]\nold_outcome: '))
+    with within(20):
+        code = main(['catalog', 'rebuild', str(root)])
+    out, _ = capsys.readouterr()
+    assert code == 3 and 'episode.yaml unreadable' in out and '1 folder(s) skipped' in out
+    with within(20):
+        code = main(['list', str(root)])
+    out = capsys.readouterr().out
+    assert code == 0 and 'no episode yet' not in out and '1 folder(s) under episodes/ not in the catalog' in out, out
+
+
+def test_a_taxonomy_of_20000_classes_loads_in_linear_time(tmp_path):
+    """8,000 classes took 33 s (quadratic, issue 21): a hang guard, not a timing target (bench has the figure)."""
+    from ros_robodata.export.taxonomy import load_taxonomy
+
+    path = tmp_path / 'taxonomy.yaml'
+    path.write_text('classes:\n' + ''.join(f'  - name: class_{i}\n' for i in range(20_000)))
+    with within(20):
+        taxonomy = load_taxonomy(path)
+    assert len(taxonomy.classes) == 20_000
+
+
+def test_temporary_files_of_a_killed_command_are_cleared_by_repair_and_named_by_verify(tmp_path, capsys,
+                                                                                      make_demo_dataset):
+    """A SIGKILL between write and rename leaves `.episode.yaml.tmp`: verify names it, repair removes it, and
+    the file it was meant to replace is untouched."""
+    root = make_demo_dataset(1).root
+    episode = next(root.glob('episodes/*'))
+    leftovers = [episode / '.episode.yaml.tmp', root / '.dataset.yaml.tmp', episode / '.quality.json.tmp']
+    for path in leftovers:
+        path.write_text('half a fi')
+    before = (episode / 'episode.yaml').read_bytes()
+    with within(30):
+        code = main(['verify', str(root)])
+    out = capsys.readouterr().out
+    assert code == 1 and '.episode.yaml.tmp' in out and 'robodata repair' in out, out
+    with within(30):
+        assert main(['repair', str(root)]) == 0
+    out = capsys.readouterr().out
+    assert not any(path.exists() for path in leftovers) and 'temporary file' in out, out
+    assert (episode / 'episode.yaml').read_bytes() == before
+    with within(30):
+        assert main(['verify', str(root)]) == 0
+
+
+def test_sigterm_stops_an_offline_command_without_leaving_temporary_files(tmp_path, make_demo_dataset):
+    """`kill` (SIGTERM) is how a job scheduler stops `robodata score`: it ends as Ctrl-C does (exit 130), with its
+    temporary files removed, whenever it lands."""
+    import subprocess
+    import time
+
+    root = make_demo_dataset(2).root
+    robodata = Path(sys.executable).with_name('robodata')
+    for delay in (0.8, 1.6, 2.4):
+        process = subprocess.Popen([str(robodata), 'score', str(root)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode in (0, 130), err
+        assert 'Traceback' not in out + err
+        assert not list(root.rglob('.*.tmp'))
+        if process.returncode == 130:
+            assert 'interrupted' in err
+
+
+@pytest.mark.parametrize('sidecar, edit', [
+    ('quality_summary.json', lambda data: {**data, 'checks': {'completeness.missing_topic': 'text'}}),
+    ('quality.json', lambda data: {**data, 'findings': [{'check': 'x', 'ranges_ns': [[1, 'soon']]}]}),
+    ('quality.json', lambda data: {**data, 'success': 'yes'}),
+], ids=['summary-check-count-is-text', 'finding-range-is-text', 'success-is-text'])
+def test_report_names_a_sidecar_of_the_wrong_shape(tmp_path, capsys, make_demo_dataset, sidecar, edit):
+    """Fuzz case 705 (seed 1): a count that is text in quality_summary.json was a TypeError in report."""
+    import json
+
+    root = make_demo_dataset(1).root
+    assert main(['score', str(root)]) == 0
+    path = next(root.rglob(sidecar))
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    capsys.readouterr()
+    code, err = run(capsys, 'report', root, '--out', tmp_path / 'report.html')
+    line = one_line(err, 'report')
+    assert code == 1 and sidecar in line and 'not what robodata score writes' in line and 'robodata score' in line

@@ -183,6 +183,18 @@ ERROR_CASES = {
     'list_corrupt_catalog': Case('list', lambda t, m, w: ['list', _corrupt_catalog(t, m)], 'catalog.sqlite'),
     'catalog_rebuild_on_a_bag': Case(
         'catalog', lambda t, m, w: ['catalog', 'rebuild', _episode(m(1)) / 'bag'], 'not a dataset'),
+    # the node commands name themselves too (issue 21: they said `robodata: error:`), before any node starts
+    'record_with_broken_profile': Case(
+        'record', lambda t, m, w: ['record', '--profile', _broken_profile(t), '--dataset', t / 'ds'],
+        'broken_profile.yaml'),
+    'session_with_broken_profile': Case(
+        'session', lambda t, m, w: ['session', '--profile', _broken_profile(t), '--dataset', t / 'ds'],
+        'broken_profile.yaml'),
+    'monitor_with_broken_profile': Case(
+        'monitor', lambda t, m, w: ['monitor', '--profile', _broken_profile(t)], 'broken_profile.yaml'),
+    'export_live_with_broken_profile': Case(
+        'export live', lambda t, m, w: ['export', 'live', '--profile', _broken_profile(t), '--out', t / 'frames'],
+        'broken_profile.yaml'),
 }
 
 

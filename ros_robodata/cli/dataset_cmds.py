@@ -7,6 +7,7 @@ import argparse
 from rich.table import Table
 
 from ros_robodata.cli.common import (
+    EXIT_PARTIAL,
     Filters,
     add_filters,
     add_json,
@@ -19,7 +20,7 @@ from ros_robodata.cli.common import (
     stdout,
 )
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
-from ros_robodata.dataset.dataset import verify_bag
+from ros_robodata.dataset.dataset import UNREADABLE, verify_bag
 from ros_robodata.dataset.targets import select_rows
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
@@ -99,7 +100,12 @@ def run_list(args: argparse.Namespace) -> int:
     hidden = len(target.dataset.list(status='discarded')) if filters.status is None else 0
     if hidden:
         stdout.print(f'{hidden} discarded episode(s) not listed (--status discarded lists them)', markup=False)
-    if not rows:
+    missing = target.dataset.folders_not_in_catalog()
+    if missing:  # "no episode yet" over a folder of episodes the catalog lost would be a lie
+        stdout.print(f'{len(missing)} folder(s) under episodes/ not in the catalog ({", ".join(missing[:3])}'
+                     f'{" ..." if len(missing) > 3 else ""}): `robodata catalog rebuild {target.dataset.root}` adds '
+                     'them or says why not', markup=False)
+    elif not rows:
         stdout.print('no episode' + (' matches these filters' if filters != Filters() else ' yet'), markup=False)
     return 0
 
@@ -151,10 +157,12 @@ def run_catalog(args: argparse.Namespace) -> int:
     dataset = Dataset.open(args.target, check_catalog=False)  # the catalog may be what is broken
     count = dataset.rebuild_catalog()
     skipped = dataset.skipped_folders()
+    # an episode whose episode.yaml cannot be read is left out of the catalog: done, but not all of it
+    code = EXIT_PARTIAL if any(why.startswith(UNREADABLE) for _, why in skipped) else 0
     if args.json:
         print_json({'episodes': count, 'skipped': [{'folder': name, 'why': why} for name, why in skipped]})
-        return 0
+        return code
     for name, why in skipped:
         stdout.print(f'[yellow]skipped[/] episodes/{name}: {why}')
     stdout.print(f'catalog rebuilt: {count} episode(s)' + (f', {len(skipped)} folder(s) skipped' if skipped else ''))
-    return 0
+    return code

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from ros_robodata import __version__
 from ros_robodata.cli import (
@@ -59,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = _stop_on_sigterm()
     try:
         return int(args.func(args) or 0)
     except RobodataError as err:
@@ -70,6 +75,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm() -> Any:
+    """`kill` (how a scheduler or a shell script stops a command) ends it as Ctrl-C does: what it was writing is
+    cleaned up, what it finished is kept, exit 130. The node commands put their own handler over this one; a
+    worker process forked from here falls back to the default (the parent stops it)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    owner = os.getpid()
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 if __name__ == '__main__':

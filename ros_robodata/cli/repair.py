@@ -7,7 +7,7 @@ from typing import Any
 
 from ros_robodata.bag.repair import repair_bag
 from ros_robodata.cli.common import EXIT_OK, EXIT_PARTIAL, add_json, add_target, print_json, progress, resolve, stdout
-from ros_robodata.dataset.repair import repair_dataset, repair_episode
+from ros_robodata.dataset.repair import DATASET_FILES, repair_dataset, repair_episode
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
@@ -65,11 +65,12 @@ def run(args: argparse.Namespace) -> int:
                 stdout.print(f'[red]{name}[/]: {r["problem"]}')
             else:
                 stdout.print(f'{name}: ' + ('; '.join(r['actions']) if r['actions'] else 'whole, nothing to do'))
-        changed = sum(1 for r in results if r['actions'])
         problems = sum(1 for r in results if r.get('problem'))
         what = 'bag(s)' if target.kind in ('bag', 'bags') else 'episode folder(s)'
-        stdout.print(f'{len(results)} {what} checked: {changed} repaired, {problems} not repairable, '
-                     f'{len(results) - changed - problems} whole')
+        folders = [r for r in results if r.get('episode') != DATASET_FILES]
+        changed = sum(1 for r in folders if r['actions'])
+        stdout.print(f'{len(folders)} {what} checked: {changed} repaired, {problems} not repairable, '
+                     f'{len(folders) - changed - problems} whole')
     return EXIT_PARTIAL if any(r.get('problem') for r in results) else EXIT_OK
 
 

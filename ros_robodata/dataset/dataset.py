@@ -23,11 +23,12 @@ from ros_robodata.dataset.audit import append_audit, check_audit_writable
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.errors import DatasetError, RobodataError
-from ros_robodata.files import read_yaml, write_atomic, write_yaml
+from ros_robodata.files import leftover_temporaries, read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
 DATASET_FILE = 'dataset.yaml'
+UNREADABLE = 'episode.yaml unreadable'  # how skipped_folders names an episode it could not read
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,14 @@ class Dataset:
                 problems.append(Problem(episode_id, f'catalog says {row.outcome}/{row.status}, episode.yaml says '
                                                     f'{episode.outcome}/{episode.status}'))
             problems.extend(self._verify_bag(episode))
-        return problems
+            problems.extend(self._leftovers(episode_id, self.episode_dir(episode_id),
+                                            self.episode_dir(episode_id) / 'bag'))
+        return [*self._leftovers(self.name, self.root), *problems]
+
+    def _leftovers(self, owner: str, *folders: Path) -> list[Problem]:
+        return [Problem(owner, f'{path.relative_to(self.root)}: a temporary file left by a command that was killed '
+                               'while writing (the file it was to replace is intact): `robodata repair` removes it')
+                for folder in folders for path in leftover_temporaries(folder)]
 
     def _verify_bag(self, episode: Episode) -> list[Problem]:
         problems = self._verify_links(episode)
@@ -350,6 +358,15 @@ class Dataset:
                 self.catalog.delete(row.id)
         return listed
 
+    def folders_not_in_catalog(self) -> list[str]:
+        """Folders under episodes/ the catalog does not list (an episode.yaml it could not read, a bag copied in by
+        hand, a crash between folder and catalog row), sorted."""
+        if not self.episodes_dir.is_dir():
+            return []
+        listed = {row.id for row in self.catalog.query()}
+        return sorted(p.name for p in self.episodes_dir.iterdir()
+                      if p.is_dir() and not p.name.startswith('.') and p.name not in listed)
+
     def skipped_folders(self) -> list[tuple[str, str]]:
         """(folder name, why) for every folder under episodes/ that is not a readable episode, with what to do."""
         out: list[tuple[str, str]] = []
@@ -365,7 +382,7 @@ class Dataset:
             try:
                 self.episode(folder.name)
             except DatasetError as err:
-                out.append((folder.name, f'episode.yaml unreadable: {" ".join(str(err).split())}'))
+                out.append((folder.name, f'{UNREADABLE}: {" ".join(str(err).split())}'))
         return out
 
     def _restore_scores(self, episode_id: str) -> None:

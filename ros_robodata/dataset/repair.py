@@ -20,7 +20,10 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, check_episode_id
 from ros_robodata.dataset.sources import METADATA_FILE, content_id, recording_at
 from ros_robodata.errors import RobodataError
+from ros_robodata.files import leftover_temporaries
 from ros_robodata.profile import Profile
+
+DATASET_FILES = '(dataset files)'  # what repair_dataset calls the dataset's own files in its results
 
 
 @dataclass
@@ -43,9 +46,9 @@ def repair_episode(dataset: Dataset, episode_id: str) -> dict[str, Any]:
     """Repair one episode; a whole episode whose records agree with its bag is left untouched."""
     episode = dataset.episode(episode_id)
     bag = dataset.bag_dir(episode_id)
-    actions: list[str] = []
+    actions: list[str] = remove_leftovers(dataset.episode_dir(episode_id), bag)
     if not dataset.bag_files(episode_id):
-        return {'episode': episode_id, 'actions': ['no bag to repair'], 'messages': 0}
+        return {'episode': episode_id, 'actions': [*actions, 'no bag to repair'], 'messages': 0}
     with BagReader(bag) as reader:
         needs_bag_repair = not reader.complete
     if needs_bag_repair:
@@ -74,6 +77,17 @@ def repair_episode(dataset: Dataset, episode_id: str) -> dict[str, Any]:
     return {'episode': episode_id, 'actions': actions, 'messages': messages}
 
 
+def remove_leftovers(*folders: Path) -> list[str]:
+    """Temporary files of a command that was killed while writing: the files they were to replace are intact."""
+    removed = []
+    for folder in folders:
+        for path in leftover_temporaries(folder):
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return [f'removed {len(removed)} temporary file(s) left by a killed command ({", ".join(removed)})'] \
+        if removed else []
+
+
 def _linked(episode: Episode) -> bool:
     return episode.source.get('method') == 'link'
 
@@ -82,6 +96,9 @@ def repair_dataset(dataset: Dataset, profile: Profile | None = None) -> list[Rep
     """Every folder under episodes/: unregistered bags registered, empty leftovers removed, each episode
     repaired as repair_episode does."""
     results = []
+    leftovers = remove_leftovers(dataset.root)
+    if leftovers:
+        results.append(Repaired(DATASET_FILES, leftovers))
     folders = sorted(p for p in dataset.episodes_dir.iterdir() if p.is_dir() and not p.name.startswith('.')) \
         if dataset.episodes_dir.is_dir() else []
     for folder in folders:

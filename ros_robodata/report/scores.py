@@ -64,6 +64,44 @@ def _read_json(path: Path, hint: str) -> dict[str, Any]:
     return data
 
 
+_NUMBER = (int, float)
+_NONE = type(None)
+# What the report reads from each file as robodata score writes it: the types a value may have, or
+# ('list'|'dict', the type of each item).
+_SUMMARY_SHAPE: dict[str, Any] = {
+    'episodes': (int,), 'failed': ('dict', str), 'outcomes': ('dict', int), 'outcome_ratios': ('dict', _NUMBER),
+    'warnings': ('list', str), 'mean_score': (*_NUMBER, _NONE), 'checks': ('dict', int), 'skipped': (list,)}
+_QUALITY_SHAPE: dict[str, Any] = {
+    'score': (*_NUMBER, _NONE), 'findings': ('list', dict), 'reasons': ('list', str), 'start_ns': (int, _NONE),
+    'end_ns': (int, _NONE), 'metrics': (dict,), 'success': (dict, _NONE), 'consistency': (dict, _NONE)}
+
+
+def _fits(value: Any, want: tuple[Any, ...]) -> bool:
+    if isinstance(value, bool):
+        return False
+    if want[0] == 'list':
+        return isinstance(value, list) and all(_fits(v, (want[1],)) for v in value)
+    if want[0] == 'dict':
+        return isinstance(value, dict) and all(_fits(v, (want[1],)) for v in value.values())
+    return isinstance(value, want)
+
+
+def _ranges_fit(findings: list[dict[str, Any]]) -> bool:
+    return all(isinstance(f.get('ranges_ns') or [], list)
+               and all(isinstance(r, list) and len(r) == 2 and all(_fits(t, (int,)) for t in r)
+                       for r in f.get('ranges_ns') or []) for f in findings)
+
+
+def _check_shape(data: dict[str, Any], shape: dict[str, Any], path: Path, hint: str) -> dict[str, Any]:
+    """A sidecar edited by hand or by another tool is named here, not in a TypeError halfway through the page."""
+    for key, want in shape.items():
+        value = data.get(key)
+        if key in data and not (_fits(value, want) and (key != 'findings' or _ranges_fit(value))):
+            raise RobodataError(f'{path}: not what robodata score writes ({key!r} holds {type(value).__name__} '
+                                f'{str(value)[:40]!r}): {hint}')
+    return data
+
+
 def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[dict[str, Any], list[ScoredEpisode]]:
     """quality_summary.json and every scored episode `filters` pick; fails with what to run when the dataset is
     not scored, because a report of a partly scored dataset would silently leave episodes out."""
@@ -71,7 +109,7 @@ def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[dict[
     summary_path = dataset.root / SUMMARY_FILE
     if not summary_path.is_file():
         raise RobodataError(f'{dataset.root}: not scored yet (no {SUMMARY_FILE}): {hint}')
-    summary = _read_json(summary_path, hint)
+    summary = _check_shape(_read_json(summary_path, hint), _SUMMARY_SHAPE, summary_path, hint)
     failed = summary.get('failed') or {}
     scored, missing = [], []
     for item in select(Target('dataset', dataset.root, dataset), filters):
@@ -83,7 +121,7 @@ def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[dict[
         if not path.is_file():
             missing.append(row.id)
             continue
-        quality = _read_json(path, hint)
+        quality = _check_shape(_read_json(path, hint), _QUALITY_SHAPE, path, hint)
         events_path = dataset.episode_dir(row.id) / EVENTS_FILE
         events: list[dict[str, Any]] = []
         if events_path.is_file():
