@@ -30,8 +30,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import rig_families  # bench/, beside this script
 
 import ros_robodata.events.detector as detector_module
 import ros_robodata.sim.samples as S
@@ -39,10 +41,13 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.events.detector import EventDetector, SegmenterSettings
 from ros_robodata.events.offline import segment_bag
-from ros_robodata.events.segmenter import settings_from_profile
+from ros_robodata.events.segmenter import COMMAND as COMMAND_ROLE
+from ros_robodata.events.segmenter import GRIPPER as GRIPPER_ROLE
+from ros_robodata.events.segmenter import WRENCH as WRENCH_ROLE
+from ros_robodata.events.segmenter import Segmenter, settings_from_profile
 from ros_robodata.signals.samples import GripperReading, WrenchReading, gripper_reading, wrench_reading
 from ros_robodata.sim.cell import SimCell
-from ros_robodata.vocabulary import CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
+from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 STROKE_M = 0.04
 TOLERANCE_NS = 50_000_000
@@ -364,6 +369,83 @@ def target_verdicts(fused: dict[str, Tally]) -> list[str]:
     return lines
 
 
+# --- rigs built unlike the simulated cell ---------------------------------------------------------------------
+
+RIG_TRUTH = {**TRUTH_KINDS, COLLISION: ('bump',)}
+RIG_KINDS = (GRASP_START, CONTACT, GRASP, RELEASE, GRASP_FAILED, COLLISION)
+# family -> config -> (use_gripper, use_wrench, command channel); targets hold for the first ones, `(no command)`
+# and `wrench only` are shown for what they add or lack.
+RIG_CONFIGS: dict[str, dict[str, tuple[bool, bool, bool]]] = {
+    'leader_follower': {'gripper only': (True, False, True), 'gripper only (no command)': (True, False, False)},
+    'compliant': {'gripper+wrench': (True, True, True), 'gripper only': (True, False, True),
+                  'gripper+wrench (no command)': (True, True, False), 'wrench only': (False, True, True)},
+}
+RIG_TARGET_CONFIGS = {'leader_follower': ('gripper only',), 'compliant': ('gripper+wrench', 'gripper only')}
+
+
+def run_rig(ep: Any, use_gripper: bool, use_wrench: bool, command: bool) -> tuple[list[tuple[int, str]], list[str]]:
+    """The episode through the Segmenter as a bag would go (profile, roles, stamp order); (events, warnings)."""
+    seg = Segmenter(rig_families.profile(ep.family, command=command), use_gripper=use_gripper,
+                    use_wrench=use_wrench)
+    feed = sorted([(r.stamp_ns, 0, GRIPPER_ROLE, r) for r in ep.gripper]
+                  + [(r.stamp_ns, 1, COMMAND_ROLE, r) for r in ep.command]
+                  + [(r.stamp_ns, 2, WRENCH_ROLE, r) for r in ep.wrench], key=lambda item: item[:2])
+    for stamp, _, role, reading in feed:
+        if role in seg.sources:
+            seg.add(role, reading, stamp)
+    seg.finish()
+    return [(e.stamp_ns, e.kind) for e in seg.detector.events], seg.detector.warnings()
+
+
+def rig_accuracy(seeds: int) -> list[str]:
+    """Every family x scenario x seed through every config: per kind TP/FP/FN, F1 and median timing error."""
+    verdicts: list[str] = []
+    for family, make in rig_families.FAMILIES.items():
+        episodes = [make(seed, scenario) for scenario in rig_families.SCENARIOS for seed in range(seeds)]
+        print(f'\n== rig family {family}: {len(episodes)} episodes ({seeds} seeds x '
+              f'{", ".join(rig_families.SCENARIOS)}) ==')
+        tallies: dict[str, dict[str, Tally]] = {}
+        for config, (use_gripper, use_wrench, command) in RIG_CONFIGS[family].items():
+            per_kind = {kind: Tally() for kind in RIG_KINDS}
+            normal_collisions = 0
+            warned = 0
+            for ep in episodes:
+                events, warnings = run_rig(ep, use_gripper, use_wrench, command)
+                warned += bool(warnings)
+                for kind in RIG_KINDS:
+                    truth = sorted(t for t, k in ep.truth if k in RIG_TRUTH[kind])
+                    found = sorted(t for t, k in events if k == kind)
+                    matched, fn, fp = match(truth, found)
+                    per_kind[kind].add(Tally(len(matched), fp, fn, [abs(d - t) / 1e6 for t, d in matched]))
+                    if kind == COLLISION and ep.scenario != 'bump':
+                        normal_collisions += len(found)
+            tallies[config] = per_kind
+            print(f'{config:28} ' + '  '.join(f'{k} {fmt(per_kind[k].f1, ".2f")}' for k in RIG_KINDS)
+                  + f'  | collisions in episodes without a bump: {normal_collisions}; episodes warned: {warned}')
+            if config not in RIG_TARGET_CONFIGS[family]:
+                continue
+            for kind in (GRASP, RELEASE, CONTACT):
+                t = per_kind[kind]
+                verdicts.append(f'{family} {config}: {kind} F1 {fmt(t.f1, ".3f")} ({t.tp}/{t.tp + t.fn}, FP {t.fp}; '
+                                f'median {fmt(t.median_ms, ".1f")} ms) (target >= {TARGET_F1}): '
+                                f'{"met" if t.f1 == t.f1 and t.f1 >= TARGET_F1 else "NOT met"}')
+            t = per_kind[GRASP_FAILED]
+            ok = t.recall == t.recall and t.recall >= 0.95 and t.precision >= 0.9
+            verdicts.append(f'{family} {config}: grasp_failed recall {fmt(t.recall, ".3f")} precision '
+                            f'{fmt(t.precision, ".3f")} (target >= 0.95 / >= 0.9): {"met" if ok else "NOT met"}')
+            if use_wrench:
+                t = per_kind[COLLISION]
+                ok = t.recall == t.recall and t.recall >= 0.9 and normal_collisions == 0
+                verdicts.append(f'{family} {config}: collision recall {fmt(t.recall, ".3f")}, {normal_collisions} on '
+                                f'episodes without a bump (target >= 0.9, 0): {"met" if ok else "NOT met"}')
+        if 'gripper+wrench' in tallies:
+            worse = [k for k in (GRASP, RELEASE, CONTACT, GRASP_FAILED)
+                     if tallies['gripper+wrench'][k].f1 < tallies['gripper only'][k].f1 - 1e-9]
+            verdicts.append(f'{family}: fusion never below gripper only ({", ".join(worse) or "no kind below"}): '
+                            f'{"NOT met" if worse else "met"}')
+    return verdicts
+
+
 # --- throughput on recorded bags ----------------------------------------------------------------------------
 
 def best_of(n: int, fn: Callable[[], object]) -> tuple[float, object]:
@@ -485,6 +567,8 @@ def main() -> int:
     parser.add_argument('--demo-episodes', type=int, help='episodes the demo records (default 2; --quick 1)')
     parser.add_argument('--repeats', type=int, default=3, help='timed runs per bag; the best counts')
     parser.add_argument('--no-throughput', action='store_true', help='accuracy only')
+    parser.add_argument('--rig-seeds', type=int, default=12, help='seeds per scenario of each further rig family')
+    parser.add_argument('--only-rigs', action='store_true', help='only the further rig families')
     args = parser.parse_args()
     wall0 = time.monotonic()
     source = Path(detector_module.__file__)
@@ -498,6 +582,13 @@ def main() -> int:
     if unknown:
         parser.error(f'unknown noise level(s) {", ".join(unknown)}; known: {", ".join(NOISE_LEVELS)}')
     demo_episodes = args.demo_episodes or (1 if args.quick else 2)
+    if args.only_rigs:
+        verdicts = rig_accuracy(args.rig_seeds)
+        print('\n== rig family targets ==')
+        for line in verdicts:
+            print(f'  {line}')
+        print(f'targets met: {sum(1 for v in verdicts if v.endswith(": met"))} of {len(verdicts)}')
+        return 0
 
     jobs = [(seed, mode, levels) for mode in modes for seed in range(seeds)]
     print(f'[accuracy] simulating {len(jobs)} episodes (seeds 0..{seeds - 1}, {", ".join(modes)}) '
@@ -529,6 +620,7 @@ def main() -> int:
     print('\n== accuracy targets (gripper+wrench, all noise levels) ==')
     for line in verdicts:
         print(line)
+    verdicts += rig_accuracy(args.rig_seeds)
 
     totals = None
     if not args.no_throughput:

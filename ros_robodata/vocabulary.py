@@ -32,7 +32,8 @@ GRASP = 'grasp'
 GRASP_FAILED = 'grasp_failed'
 LIFT = 'lift'
 RELEASE = 'release'
-EVENT_KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE)
+COLLISION = 'collision'
+EVENT_KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE, COLLISION)
 
 # Files that hold a recording: rosbag2 storage, and the video containers phones and cameras write.
 BAG_SUFFIXES = {'.mcap': 'mcap', '.db3': 'sqlite3'}

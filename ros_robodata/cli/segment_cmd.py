@@ -72,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
     for episode_id, result in run.results.items():
         for note in result.notes:
             stderr.print(f'robodata segment: {episode_id}: note: {note}', markup=False)
+        for warning in result.warnings:
+            stderr.print(f'robodata segment: {episode_id}: warning: {warning}', markup=False)
+    if not args.json:  # where the signals came from, once for the run rather than once an episode
+        said = Counter(line for result in run.results.values() for line in result.inputs)
+        for line, count in said.items():
+            stdout.print(f'{line} ({count} of {len(run.results)})', markup=False)
     for episode_id, reason in run.failed.items():
         stderr.print(f'robodata segment: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if run.failed else EXIT_OK
@@ -80,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace, name: str, result: SegmentResult) -> None:
     for note in result.notes:  # the bag was damaged, or read in some unusual way: said first, on stderr
         stderr.print(f'robodata segment: {name}: note: {note}', markup=False)
+    for warning in result.warnings:
+        stderr.print(f'robodata segment: {name}: warning: {warning}', markup=False)
     if args.json:
         print_json(result.to_json())
         return
@@ -91,6 +99,8 @@ def _show(args: argparse.Namespace, name: str, result: SegmentResult) -> None:
         table.add_row(f'{event["t_s"]:.3f}', event['kind'], f'{event["confidence"]:.2f}',
                       evidence + (f' — {event["note"]}' if 'note' in event else ''))
     stdout.print(table)
+    for line in result.inputs:
+        stdout.print(line, markup=False)
     if result.timeline:
         stdout.print('subtasks: ' + ', '.join(f'{s["name"]} {s["start_s"]:.2f}-{s["end_s"]:.2f}'
                                                for s in result.to_json()['timeline']))

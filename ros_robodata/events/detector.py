@@ -23,11 +23,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ros_robodata.events.command import GripperCommandWatch
 from ros_robodata.events.event import Event, Evidence, Segment
 from ros_robodata.events.load import NOISE_SIGMAS, GraspLoad, WristLoad
 from ros_robodata.events.noise import NoiseFloor
+from ros_robodata.events.speed import POSITIONS, FingerSpeed
 from ros_robodata.signals.samples import GripperReading, WrenchReading
-from ros_robodata.vocabulary import CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
+from ros_robodata.vocabulary import (
+    COLLISION,
+    CONTACT,
+    CONTACT_LOST,
+    GRASP,
+    GRASP_FAILED,
+    GRASP_START,
+    LIFT,
+    RELEASE,
+)
 
 # Slowest gripper motion that counts as deliberate: a tenth of the stroke per second.
 MIN_STROKE_SPEED = 0.1
@@ -37,6 +48,16 @@ CLOSED_MARGIN = 0.05
 SETTLE_S = 0.05
 # Holding effort: this share of max_effort (or of the stroke's peak effort when max_effort is unknown).
 HOLD_EFFORT_SHARE = 0.25
+# A carried load that vanishes this long or less before the fingers (or the command) open is a place: the table
+# took the object's weight first. A slip is only called once this long has passed with the grip still closed.
+PLACE_WINDOW_S = 0.25
+# A wrist transient this many times the contact threshold (and above what the free arm's own motion shows), while
+# the gripper neither holds nor closes, is a collision.
+COLLISION_FACTOR = 3.0
+# After the fingers open, the object they let go of may still brush them: no collision is called this soon.
+COLLISION_QUIET_S = 0.5
+# A gripper that travelled this share of its stroke with no event at all is worth a warning.
+UNEXPLAINED_STROKE = 0.5
 
 _IDLE, _CLOSING, _GRIPPING, _HOLDING, _EMPTY, _SLIPPED = 'idle', 'closing', 'gripping', 'holding', 'empty', 'slipped'
 
@@ -53,10 +74,16 @@ class SegmenterSettings:
     gripper_velocity_threshold: float | None = None  # position units per second
     contact_force_threshold_n: float | None = None
     min_event_gap_s: float = 0.1
+    command_open: float | None = None  # the gripper command's open and closed values (None: no command channel)
+    command_closed: float | None = None
 
     @property
     def has_gripper(self) -> bool:
         return self.use_gripper and self.open_position is not None and self.closed_position is not None
+
+    @property
+    def has_command(self) -> bool:
+        return self.has_gripper and self.command_open is not None and self.command_closed is not None
 
 
 @dataclass
@@ -77,6 +104,11 @@ class _Grasp:
     load: GraspLoad | None = None  # the wrist's view of this grasp, from its confirmation on
     slipped_ns: int | None = None
     quiet_from: int | None = None
+    slip_pending: tuple[int, Evidence, int] | None = None  # (slip start, evidence, when seen) until it is sure
+    sinking_ns: int | None = None  # when the fingers began closing on past where they held
+    moving: tuple[int, float, float] | None = None  # the last sample where the fingers clearly closed (t, x, v)
+    stop_ns: int | None = None  # when the fingers stopped on the object, from that sample's speed
+    pause_x: float = math.inf  # where a staged close paused
 
 
 class EventDetector:
@@ -92,9 +124,19 @@ class EventDetector:
         self._last_ns: int | None = None
         # gripper
         self._state = _IDLE
-        self._stroke = (settings.open_position or 1.0) - (settings.closed_position or 0.0)
+        # (an open position of 0, as many grippers have, is a position: not "unknown")
+        self._closed = settings.closed_position if settings.closed_position is not None else 0.0
+        self._stroke = (settings.open_position if settings.open_position is not None else 1.0) - self._closed
         self._g_last: tuple[int, float, float] | None = None  # stamp, x, v
         self._g_periods: deque[int] = deque(maxlen=50)
+        self._speed = FingerSpeed()
+        self._command = (GripperCommandWatch(settings.command_open, settings.command_closed)  # type: ignore[arg-type]
+                         if settings.has_command else None)
+        self._x_range: tuple[float, float] | None = None  # the fingers' travel, for the no-event warning
+        self.gripper_samples = 0
+        self._still_ns: int | None = None  # the last gripper sample where the fingers stood still, and where
+        self._still_x: float | None = None
+        self._opened_ns: int | None = None  # when the fingers last opened (a release, a failed grasp reopened)
         self._x_noise = NoiseFloor()
         self._v_noise = NoiseFloor()
         self._e_noise = NoiseFloor()
@@ -112,6 +154,7 @@ class EventDetector:
         self._motion_floor = 0.0
         self._w_run: list[int] = []
         self._w_frame = ''
+        self._bump: list[tuple[int, float]] = []  # the wrist transient under way while free
 
     # --- thresholds -------------------------------------------------------------------------------------------
     @property
@@ -119,6 +162,8 @@ class EventDetector:
         """Stroke fractions per second that count as the fingers moving."""
         if self.settings.gripper_velocity_threshold is not None:
             return self.settings.gripper_velocity_threshold / abs(self._stroke)
+        if self._speed.source == POSITIONS:  # differenced positions: their noise over the span the speed spans
+            return max(MIN_STROKE_SPEED, NOISE_SIGMAS * math.sqrt(2) * self._x_noise.sigma / self._speed.span_s)
         return max(MIN_STROKE_SPEED, NOISE_SIGMAS * self._v_noise.sigma)
 
     @property
@@ -168,7 +213,7 @@ class EventDetector:
         if self._last_ns is None or stamp_ns > self._last_ns:
             self._last_ns = stamp_ns
 
-    def _skip(self, why: str) -> list[Event]:
+    def skip(self, why: str) -> list[Event]:
         self.skipped[why] = self.skipped.get(why, 0) + 1
         return []
 
@@ -177,47 +222,52 @@ class EventDetector:
         if not self.settings.has_gripper:
             return []
         if not math.isfinite(r.position):
-            return self._skip('gripper_not_finite')
+            return self.skip('gripper_not_finite')
         last = self._g_last
         if last is not None and r.stamp_ns <= last[0]:
-            return self._skip('gripper_stamp_not_increasing')
+            return self.skip('gripper_stamp_not_increasing')
         self._seen(r.stamp_ns)
-        x = (r.position - (self.settings.closed_position or 0.0)) / self._stroke
-        dt = None
+        self.gripper_samples += 1
+        x = (r.position - self._closed) / self._stroke
+        self._x_range = (min(x, self._x_range[0]), max(x, self._x_range[1])) if self._x_range else (x, x)
         if last is not None:
             period = r.stamp_ns - last[0]
             typical = float(np.median(self._g_periods)) if self._g_periods else period
             self._g_periods.append(period)
-            if period <= 5 * typical:
-                dt = period / 1e9
-            else:  # a gap in the stream: the jump across it is not motion we saw
+            if period > 5 * typical:  # a gap in the stream: the jump across it is not motion we saw
                 self._x_noise.reset_last()
                 self._v_noise.reset_last()
-        if math.isfinite(r.velocity):
-            v = r.velocity / self._stroke
-        elif dt is not None and last is not None:
-            v = (x - last[1]) / dt
-        else:
-            v = 0.0
+                self._speed.gap()
+        trusted = not self._speed.distrusted
+        v = self._speed.update(r.stamp_ns, x, r.velocity / self._stroke, self.velocity_threshold)
+        if trusted and self._speed.distrusted:  # what the noise floor learnt of the message's speed is not this
+            self._v_noise = NoiseFloor()
         effort = abs(r.effort) if math.isfinite(r.effort) else math.nan
         out: list[Event] = []
+        self._settle_slip(out, r.stamp_ns)
         self._gripper_step(out, r.stamp_ns, x, v, effort, last)
         if self._state == _IDLE and abs(v) <= self.velocity_threshold:
             self._x_noise.add(x)
             self._v_noise.add(v)
+            if self._command is not None and self._command.fresh(r.stamp_ns):
+                self._command.free(x)
             if math.isfinite(effort):
                 self._e_noise.add(effort)
                 self._e_idle = effort if not self._e_idle_set else self._e_idle + 0.05 * (effort - self._e_idle)
                 self._e_idle_set = True
+        if abs(v) <= self.velocity_threshold:
+            self._still_ns, self._still_x = r.stamp_ns, x
         self._g_last = (r.stamp_ns, x, v)
         return out
 
     def _onset(self, t_ns: int, x: float, v: float, from_x: float, last: tuple[int, float, float] | None) -> int:
-        """When a stroke seen at (t, x) moving at v began from from_x: back along the speed, within one period."""
+        """When a stroke seen at (t, x) moving at v began from from_x: back along the speed (a stroke speeds up,
+        so this errs late), never before the last sample where the fingers stood still."""
         if last is None or v == 0:
             return t_ns
         back = abs(x - from_x) / abs(v)
-        return int(max(last[0], t_ns - back * 1e9))
+        still = self._still_ns if self._still_ns is not None and self._still_ns < t_ns else last[0]
+        return int(max(still, t_ns - back * 1e9))
 
     def _gripper_step(self, out: list[Event], t: int, x: float, v: float, effort: float,
                       last: tuple[int, float, float] | None) -> None:
@@ -231,11 +281,11 @@ class EventDetector:
         if self._state == _IDLE:
             if self._opening_since is not None and not opening:  # the release stroke ended
                 self._marks.append((t, 'opened'))
-                self._opening_since = None
+                self._opening_since, self._opened_ns = None, t
             armed = self._still >= 3
             self._still = self._still + 1 if abs(v) <= vt else 0
             if closing and x > m and armed:
-                from_x = last[1] if last is not None else x
+                from_x = self._still_x if self._still_x is not None else (last[1] if last is not None else x)
                 start = self._onset(t, x, v, from_x, last)
                 self._grasp = _Grasp(start_ns=start, start_x=from_x,
                                      peak_effort=effort if math.isfinite(effort) else 0.0)
@@ -251,7 +301,7 @@ class EventDetector:
                     start = self._onset(t, x, v, self._fail_x, last)
                     self._emit(out, CONTACT_LOST, start, t, 0.8, [Evidence('gripper.opening', x, self._fail_x + m)])
                 self._state, self._grasp, self._still = _IDLE, None, 0
-                self._opening_since = t
+                self._opening_since = self._opened_ns = t
             return
 
         assert g is not None
@@ -268,6 +318,7 @@ class EventDetector:
                 self._state, self._fail_x = _EMPTY, x
                 return
             if closing:
+                g.moving = (t, x, v)
                 return
             if not g.announced:  # a twitch of the fingers, not a stroke
                 self._state, self._grasp, self._still = _IDLE, None, 0
@@ -275,14 +326,26 @@ class EventDetector:
             if g.contact_ns is not None and x > g.stall_x - m:  # settling after the first stop: keep it
                 self._state = _GRIPPING
                 return
+            press = self._command.pressing(x, t) if self._command is not None and self._command.fresh(t) else None
+            if self._command is not None and self._command.fresh(t) and press is None:
+                # The command stands where the fingers stopped: a staged close paused, or the operator letting go
+                # (the fingers then open past where they paused).
+                g.pause_x = min(g.pause_x, x)
+                if x > g.pause_x + m:
+                    self._state, self._grasp, self._still = _IDLE, None, 0
+                    self._opening_since = self._opened_ns = t
+                return
             # The fingers stopped short of closed: they met something. Contact happened where the stroke, at
             # the speed it last had, reached the place the fingers stopped.
             contact = t
-            if last is not None and last[2] < -vt:
-                contact = int(min(t, max(last[0], last[0] + (last[1] - x) / abs(last[2]) * 1e9)))
-            g.stall_ns, g.stall_x = t, x
+            moving = g.moving if g.moving is not None else (last if last is not None and last[2] < -vt else None)
+            if moving is not None:  # from the last sample where the fingers clearly moved, at the speed they had
+                contact = int(min(t, max(moving[0], moving[0] + (moving[1] - x) / abs(moving[2]) * 1e9)))
+            g.stall_ns, g.stall_x, g.stop_ns, g.moving = t, x, contact, None
             hold = self._hold_effort(g)
             evidence = [ev_x, Evidence('gripper.velocity', v * self._stroke, -vt * abs(self._stroke))]
+            if press is not None and self._command is not None:
+                evidence.append(Evidence('gripper.command_gap', press, self._command.margin))
             if hold is not None and math.isfinite(effort):
                 evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
                 if effort - self._e_idle < hold:  # stopped without squeezing: the operator let go of the key
@@ -308,29 +371,39 @@ class EventDetector:
             if opening and x > g.stall_x + 2 * m:  # opened again before it ever settled: a touch, not a grasp
                 self._emit(out, CONTACT_LOST, t, t, 0.7, [ev_v])
                 self._state, self._grasp, self._still = _IDLE, None, 0
-                self._opening_since = t
+                self._opening_since = self._opened_ns = t
                 return
             g.confirmed, g.ref_x = True, x
             evidence = [ev_x]
             hold = self._hold_effort(g)
             confidence = 0.8
+            secured = g.stop_ns or g.stall_ns  # without effort: when the fingers stopped on the object
             if hold is not None and math.isfinite(effort):
                 evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
                 confidence = 0.95
-            self._emit(out, GRASP, g.stall_ns, t, confidence, evidence)
+                secured = g.stall_ns  # with it: when the stop was seen, the grip force built by then
+            self._emit(out, GRASP, secured, t, confidence, evidence)
             self._state = _HOLDING
             if self.settings.use_wrench and self._wrist.baseline is not None:
                 g.load = GraspLoad(self._wrist.weight_axis(), self._wrist.threshold)
             return
 
         if self._state == _HOLDING:
-            if x <= m:
-                self._fail(out, t, t, [ev_x], 'fingers closed: the object slipped out', x)
+            if x <= m:  # the object left when the fingers began to close on past where they held it
+                self._fail(out, g.sinking_ns or t, t, [ev_x], 'fingers closed: the object slipped out', x)
                 return
+            if x < g.ref_x - m:
+                if g.sinking_ns is None:
+                    g.sinking_ns = self._onset(t, x, v, g.ref_x, last)
+            else:
+                g.sinking_ns = None
             if x > g.ref_x + m:
                 start = self._onset(t, x, v, g.ref_x, last)
                 ev_open = Evidence('gripper.opening', x, g.ref_x + m)
                 dropped = self._load_gone_before(g, start) if g.loosened else None
+                if dropped is not None and self._placed(g, start):
+                    dropped = None
+                g.slip_pending = None
                 if dropped is not None:  # the loosened grip had already lost the object: a slip, not a release
                     self._emit(out, GRASP_FAILED, dropped[0], t, 0.8, [dropped[1], ev_open],
                                note='the carried load vanished before the gripper opened: the object slipped out')
@@ -338,7 +411,7 @@ class EventDetector:
                     self._emit(out, RELEASE, start, t, 0.95 if opening else 0.8, [ev_open, ev_v])
                 self._emit(out, CONTACT_LOST, start, t, 0.9, [ev_open])
                 self._state, self._grasp, self._still = _IDLE, None, 0
-                self._opening_since = start
+                self._opening_since = self._opened_ns = start
                 return
             if abs(v) <= vt:
                 g.ref_x = x
@@ -363,6 +436,12 @@ class EventDetector:
         self._state = _EMPTY
         self._fail_x = x if x is not None else (self._g_last[1] if self._g_last is not None else 0.0)
 
+    def command(self, r: GripperReading) -> list[Event]:
+        """The operator's gripper command (position in the command's own units): read by the gripper's steps."""
+        if self._command is not None:
+            self._command.add(r.stamp_ns, r.position)
+        return []
+
     # --- wrench -----------------------------------------------------------------------------------------------
     def _wrench_agrees(self, since_ns: int, now_ns: int) -> tuple[float, list[Evidence]]:
         """Confidence of a gripper contact, raised when the wrist felt it too (within 50 ms before, or since)."""
@@ -379,9 +458,9 @@ class EventDetector:
             return []
         f = r.force
         if not (math.isfinite(f[0]) and math.isfinite(f[1]) and math.isfinite(f[2])):
-            return self._skip('wrench_not_finite')
+            return self.skip('wrench_not_finite')
         if self._w_last_ns is not None and r.stamp_ns <= self._w_last_ns:
-            return self._skip('wrench_stamp_not_increasing')
+            return self.skip('wrench_stamp_not_increasing')
         self._w_last_ns = r.stamp_ns
         self._w_frame = r.frame_id
         self._seen(r.stamp_ns)
@@ -394,8 +473,11 @@ class EventDetector:
             return []
         load, size = reading
         out: list[Event] = []
+        self._settle_slip(out, r.stamp_ns)
         if not self.settings.has_gripper:
             self._wrench_contact(out, r.stamp_ns, size)
+        else:
+            self._watch_bump(out, r.stamp_ns, size)
         g = self._grasp
         if self._state == _HOLDING and g is not None and g.load is not None:
             lift = g.load.add(r.stamp_ns, load, size)
@@ -448,6 +530,29 @@ class EventDetector:
         self._emit(out, kind, at, t, 0.8, [Evidence('wrench.force_change', size, thr if self._w_contact
                                                     else thr / 2)], frame_id=self._w_frame)
 
+    def _watch_bump(self, out: list[Event], t: int, size: float) -> None:
+        """Collision: a wrist transient well above the noise and above what the free arm's own motion shows,
+        while the gripper neither holds nor closes (nor just let go of something)."""
+        free = self._state in (_IDLE, _EMPTY) and not (
+            self._opened_ns is not None and t - self._opened_ns < COLLISION_QUIET_S * 1e9)
+        if not free:
+            self._bump.clear()
+            return
+        thr = max(COLLISION_FACTOR * self._wrist.threshold, self._motion_floor)
+        if not self._bump:
+            self._free_loads.append(size)
+            if len(self._free_loads) % 100 == 0:
+                self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
+        if size > thr:
+            self._bump.append((t, size))
+            return
+        if len(self._bump) >= 3 and size < thr / 2:
+            peak = max(v for _, v in self._bump)
+            self._emit(out, COLLISION, self._bump[0][0], t, 0.8, [Evidence('wrench.peak_force', peak, thr)],
+                       note=f'a {peak:.1f} N knock while not holding', frame_id=self._w_frame)
+        if size < thr / 2 or len(self._bump) < 3:
+            self._bump.clear()
+
     def _load_gone_before(self, g: _Grasp, before_ns: int) -> tuple[int, Evidence] | None:
         """When the carried load had already dropped below three quarters before the gripper opened: the time
         it was last carried, with the evidence; None when the object was still carried (or nothing says)."""
@@ -478,8 +583,40 @@ class EventDetector:
         abrupt = carried_until is not None and t - carried_until < 100_000_000
         if not (g.loosened or (not effort_known and abrupt)):
             return
-        evidence = [Evidence('wrench.load', level, 0.5 * g.load.carried)]
-        self._fail(out, self._slip_start(g, t), t, evidence, 'the carried load vanished: the object slipped out',
+        evidence = Evidence('wrench.load', level, 0.5 * g.load.carried)
+        if g.loosened and effort_known and self._command is None:
+            # The fingers' own effort said the grip let go before the load went: a slip, whatever comes next.
+            self._fail(out, self._slip_start(g, t), t, [evidence], 'the carried load vanished: the object slipped '
+                       'out', contact_lost=False)
+            self._state = _SLIPPED  # contact_lost once the object stops rubbing on the fingers, or they open
+            g.slipped_ns = t
+        elif g.slip_pending is None:  # a slip, unless the fingers or the command open soon: then it was set down
+            g.slip_pending = (self._slip_start(g, t), evidence, t)
+
+    def _placed(self, g: _Grasp, open_ns: int) -> bool:
+        """The load left the grip just before the fingers opened (the table took it: a place), or the operator
+        had commanded them open by then."""
+        if g.slip_pending is not None:
+            return True  # the fingers opened within the window of the load's vanishing
+        gone = g.load.carrying_ns if g.load is not None else None
+        if self._command is None or gone is None:
+            return False
+        opened = self._command.opened_since(gone - int(PLACE_WINDOW_S * 1e9), g.ref_x)
+        return opened is not None and opened <= open_ns
+
+    def _settle_slip(self, out: list[Event], t: int) -> None:
+        """A load that vanished while the grip stayed closed becomes a slip once PLACE_WINDOW_S passed with
+        neither the fingers nor the command opening."""
+        g = self._grasp
+        if self._state != _HOLDING or g is None or g.slip_pending is None:
+            return
+        start, evidence, seen = g.slip_pending
+        if self._command is not None and self._command.opened_since(start, g.ref_x) is not None:
+            return  # the operator is letting go: the fingers' opening will make it a release
+        if t - seen < PLACE_WINDOW_S * 1e9:
+            return
+        g.slip_pending = None
+        self._fail(out, start, t, [evidence], 'the carried load vanished: the object slipped out',
                    contact_lost=False)
         self._state = _SLIPPED  # contact_lost once the object stops rubbing on the fingers, or they open
         g.slipped_ns = t
@@ -488,6 +625,35 @@ class EventDetector:
     def finish(self) -> list[Event]:
         """The episode ended; nothing is pending that could still become an event."""
         return []
+
+    def inputs(self) -> list[str]:
+        """What the detector read its signals from, said once per episode."""
+        out = []
+        if self.settings.has_gripper and self._speed.source:
+            out.append(self._speed.why)
+        if self._command is not None:
+            out.append(f'gripper command: {self._command.samples} sample(s) read')
+        return out
+
+    def warnings(self) -> list[str]:
+        """What looks wrong with the input, not with the episode: said instead of a silent zero."""
+        out = []
+        s = self.settings
+        if s.has_gripper and self._x_range is not None:
+            low, high = self._x_range
+            gripper_kinds = (GRASP_START, CONTACT, GRASP, RELEASE, GRASP_FAILED)
+            if high - low > UNEXPLAINED_STROKE and not any(e.kind in gripper_kinds for e in self.events):
+                out.append(f'the gripper moved through {100 * min(1.0, high - low):.0f}% of its stroke and no event '
+                           'was found: check segmenter.gripper_velocity_threshold against how fast the fingers move, '
+                           'and the gripper\'s open/closed positions against the data')
+            if high > 1.5 or low < -0.5:
+                at = [round(s.closed_position + v * self._stroke, 4) for v in (low, high)]  # type: ignore[operator]
+                out.append(f'gripper positions run from {at[0]:g} to {at[1]:g}, far outside the profile\'s open '
+                           f'{s.open_position:g} / closed {s.closed_position:g}: another unit or another joint?')
+        if self._command is not None and self._command.samples == 0:
+            out.append('the profile names a gripper command but no command sample was read: the grip was judged '
+                       'from the fingers alone')
+        return out
 
     def timeline(self, start_ns: int | None = None, end_ns: int | None = None) -> list[Segment]:
         """Subtasks between the events: reach, grasp, transport, release, retreat (one set per attempt)."""

@@ -76,6 +76,8 @@ class SegmentResult:
     thresholds: dict[str, float] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # how the bag was read (damage: where reading stopped)
+    inputs: list[str] = field(default_factory=list)  # what the signals were read from (the gripper's speed)
+    warnings: list[str] = field(default_factory=list)  # what looks wrong with the input (no event where one was due)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +87,8 @@ class SegmentResult:
             'sources': list(self.sources),
             'thresholds': {k: _finite(v) for k, v in self.thresholds.items()},
             'skipped_samples': dict(self.skipped),
+            'inputs': list(self.inputs),
+            **({'warnings': list(self.warnings)} if self.warnings else {}),
             'events': [e.to_json(self.start_ns) for e in self.events],
             'timeline': [s.to_json(self.start_ns) for s in self.timeline],
         }

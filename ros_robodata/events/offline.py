@@ -14,7 +14,7 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.segmenter import Segmenter, episode_input_start
+from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 
@@ -23,24 +23,43 @@ EVENTS_FILE = 'events.json'
 
 def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
                 since_ns: int | None = None) -> SegmentResult:
-    """Every event in one bag; times are relative to the bag's first message (pre-roll included). `since_ns`:
-    samples stamped earlier are not read (a recorded episode's, see episode_input_start)."""
+    """Every event in one bag; times count from the first header stamp read. `since_ns`: samples stamped earlier
+    are not read (a recorded episode's, see episode_input_start). A gripper or wrench topic, or the gripper joint,
+    that the profile names but the bag lacks is an error naming what the bag has instead: never zero events."""
     segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench, since_ns=since_ns)
     if not segmenter.topics:
         raise BagError(f'{profile.source}: the profile names no gripper or wrench topic: nothing to segment from')
     with BagReader(path) as reader:
-        present = [t for t in segmenter.topics if t in reader.topics]
-        if not present:
-            wanted = ', '.join(sorted(segmenter.topics))
-            damage = f' ({"; ".join(reader.notes)})' if reader.damaged_files else ''
-            raise BagError(f'{path}: none of the topics the segmenter reads ({wanted}) is in this bag{damage}')
-        for message in reader.messages(present):
+        _check_topics(path, segmenter, reader)
+        for message in reader.messages(list(segmenter.topics)):
             segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
         segmenter.finish()
-        result = segmenter.result(reader.start_ns, reader.end_ns)
-        result.skipped.update({f'missing_topic:{t}': 0 for t in segmenter.topics if t not in present})
+        if segmenter.joints_seen and segmenter.detector.gripper_samples == 0:
+            raise BagError(f'{path}: the gripper joint {segmenter.gripper_joint!r} is in no message of '
+                           f'{segmenter.topic_of(GRIPPER)}; its joints are {", ".join(segmenter.joints_seen[:12])}: '
+                           'fix topics.gripper.joint in the profile')
+        result = segmenter.result()
         result.notes = list(reader.notes)
         return result
+
+
+def _check_topics(path: str | Path, segmenter: Segmenter, reader: BagReader) -> None:
+    """The gripper and wrench topics the segmenter is to read are in the bag (a command topic may be absent: the
+    fingers alone are then read, with a warning)."""
+    for role, flag in ((GRIPPER, '--no-gripper'), (WRENCH, '--no-wrench')):
+        topic = segmenter.topic_of(role)
+        if topic is None or topic in reader.topics:
+            continue
+        damage = f' ({"; ".join(reader.notes)})' if reader.damaged_files else ''
+        other = WRENCH if role == GRIPPER else GRIPPER
+        hint = f': {flag} segments from the {other} alone' if segmenter.topic_of(other) in reader.topics else ''
+        raise BagError(f'{path}: the {role} topic {topic} is not in this bag{damage}; it has '
+                       f'{_listed(reader.topics)}{hint}')
+
+
+def _listed(topics: Any) -> str:
+    names = sorted(topics)
+    return ', '.join(names[:12]) + (f' and {len(names) - 12} more' if len(names) > 12 else '') if names else 'no topic'
 
 
 def read_events_file(path: Path) -> dict[str, Any]:

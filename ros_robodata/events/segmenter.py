@@ -10,18 +10,21 @@ from ros_robodata.events.detector import EventDetector, SegmenterSettings
 from ros_robodata.events.event import Event, SegmentResult
 from ros_robodata.events.order import StampOrder
 from ros_robodata.profile import Profile
-from ros_robodata.signals import GripperReading, WrenchReading, read_gripper, read_wrench
+from ros_robodata.signals import GripperReading, WrenchReading, read_command, read_gripper, read_wrench
 
-GRIPPER, WRENCH = 'gripper', 'wrench'
+GRIPPER, WRENCH, COMMAND = 'gripper', 'wrench', 'command'
 
 
 def settings_from_profile(profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True
                           ) -> SegmenterSettings:
     gripper, seg = profile.topics.gripper, profile.segmenter
+    command = gripper.command if gripper and use_gripper else None
     return SegmenterSettings(
         open_position=gripper.open_position if gripper else None,
         closed_position=gripper.closed_position if gripper else None,
         max_effort=gripper.max_effort if gripper else None,
+        command_open=command.open_position if command else None,
+        command_closed=command.closed_position if command else None,
         use_gripper=use_gripper and gripper is not None,
         use_wrench=use_wrench and profile.topics.wrench is not None,
         gripper_velocity_threshold=seg.gripper_velocity_threshold,
@@ -55,8 +58,9 @@ def before_input_start(since_ns: int, stamp_ns: int, received_ns: int | None) ->
 
 
 class Segmenter:
-    """Routes messages by topic to the detector, in stamp order. `topics` maps topic -> role. `since_ns`: samples
-    stamped earlier are not read (see episode_input_start)."""
+    """Routes messages by topic to the detector, in stamp order. `topics` maps topic -> roles (a rig may publish
+    the follower's and the leader's gripper joints in one JointState). `since_ns`: samples stamped earlier are
+    not read (see episode_input_start)."""
 
     def __init__(self, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
                  since_ns: int | None = None) -> None:
@@ -65,43 +69,69 @@ class Segmenter:
         self.detector = EventDetector(self.settings)
         t = profile.topics
         self.gripper_joint = t.gripper.joint if t.gripper else ''
-        self.topics: dict[str, str] = {}
+        self.command_joint = t.gripper.command.joint if t.gripper and t.gripper.command else None
+        self.topics: dict[str, tuple[str, ...]] = {}
         if self.settings.use_gripper and t.gripper is not None:
-            self.topics[t.gripper.topic] = GRIPPER
+            self._route(t.gripper.topic, GRIPPER)
+            if t.gripper.command is not None:
+                self._route(t.gripper.command.topic, COMMAND)
         if self.settings.use_wrench and t.wrench is not None:
-            self.topics[t.wrench.topic] = WRENCH
-        self._order = StampOrder(sorted(set(self.topics.values())))
+            self._route(t.wrench.topic, WRENCH)
+        self.joints_seen: list[str] = []  # the names in the gripper topic's JointState, when it lacks the joint
+        self._order = StampOrder(sorted({role for roles in self.topics.values() for role in roles}))
+
+    def _route(self, topic: str, role: str) -> None:
+        self.topics[topic] = (*self.topics.get(topic, ()), role)
+
+    def topic_of(self, role: str) -> str | None:
+        return next((topic for topic, roles in self.topics.items() if role in roles), None)
 
     @property
     def sources(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self.topics.values())))
+        return tuple(sorted({role for roles in self.topics.values() for role in roles}))
 
     def add_message(self, topic: str, msg: Any, received_ns: int | None = None) -> list[Event]:
-        """A decoded JointState/WrenchStamped (rclpy or rosbags) from one of `topics`; the events it confirmed."""
+        """A decoded message (rclpy or rosbags) from one of `topics`; the events it confirmed."""
         return self.add_cdr(topic, b'', lambda: msg, received_ns)
 
     def add_cdr(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any],
                 received_ns: int | None = None) -> list[Event]:
         """A message of one of `topics` as CDR bytes (from a bag), parsed directly when the layout is the plain
         one, else through `decode()`; the events it confirmed. `received_ns`: when it was received (a bag's log
-        time), for `since_ns`."""
-        sample = self.read(topic, data, decode)
-        return [] if sample is None else self.add(*sample, received_ns)
+        time), for `since_ns` and for a command without a header."""
+        out: list[Event] = []
+        for sample in self.read(topic, data, decode, received_ns):
+            out += self.add(*sample, received_ns)
+        return out
 
-    def read(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any]
-             ) -> tuple[str, GripperReading | WrenchReading] | None:
-        """The role and reading of one message (None: not one the detector reads), for `add`."""
-        role = self.topics.get(topic)
-        if role == WRENCH:
-            return WRENCH, read_wrench(data, decode)
-        if role != GRIPPER:
-            return None
-        reading = read_gripper(data, self.gripper_joint, decode)
-        if reading is None:
-            skipped = self.detector.skipped
-            skipped['gripper_joint_missing'] = skipped.get('gripper_joint_missing', 0) + 1
-            return None
-        return GRIPPER, reading
+    def read(self, topic: str, data: bytes | memoryview, decode: Callable[[], Any], received_ns: int | None = None
+             ) -> list[tuple[str, GripperReading | WrenchReading]]:
+        """The role and reading of each sample one message holds (none: not one the detector reads), for `add`."""
+        out: list[tuple[str, GripperReading | WrenchReading]] = []
+        for role in self.topics.get(topic, ()):
+            if role == WRENCH:
+                out.append((WRENCH, read_wrench(data, decode)))
+            elif role == GRIPPER:
+                reading = read_gripper(data, self.gripper_joint, decode)
+                if reading is None:
+                    self._joint_missing(decode)
+                else:
+                    out.append((GRIPPER, reading))
+            else:
+                command = read_command(data, self.command_joint, decode, received_ns)
+                if command is None:
+                    self.detector.skip('command_joint_missing' if self.command_joint else 'command_without_stamp')
+                else:
+                    out.append((COMMAND, command))
+        return out
+
+    def _joint_missing(self, decode: Callable[[], Any]) -> None:
+        self.detector.skip('gripper_joint_missing')
+        if not self.joints_seen:
+            try:
+                self.joints_seen = [str(n) for n in decode().name] or ['(no joint at all)']
+            except Exception:  # only for the message that names what the topic holds instead
+                self.joints_seen = ['(undecodable)']
 
     def add(self, role: str, reading: GripperReading | WrenchReading, received_ns: int | None = None) -> list[Event]:
         if self.since_ns is not None and before_input_start(self.since_ns, reading.stamp_ns, received_ns):
@@ -114,12 +144,20 @@ class Segmenter:
     def _feed(self, ready: list[tuple[str, int, Any]]) -> list[Event]:
         out: list[Event] = []
         for role, _, reading in ready:
-            out += self.detector.gripper(reading) if role == GRIPPER else self.detector.wrench(reading)
+            if role == GRIPPER:
+                out += self.detector.gripper(reading)
+            elif role == WRENCH:
+                out += self.detector.wrench(reading)
+            else:
+                out += self.detector.command(reading)
         return out
 
     def result(self, start_ns: int | None = None, end_ns: int | None = None) -> SegmentResult:
+        """Everything found; times count from `start_ns`, by default the first header stamp read (one time
+        origin: an event's t_s is its stamp's distance from it)."""
         d = self.detector
         start = start_ns if start_ns is not None else d._first_ns
         end = end_ns if end_ns is not None else d._last_ns
         return SegmentResult(events=list(d.events), timeline=d.timeline(start, end), start_ns=start, end_ns=end,
-                             sources=self.sources, thresholds=d.thresholds(), skipped=dict(d.skipped))
+                             sources=self.sources, thresholds=d.thresholds(), skipped=dict(d.skipped),
+                             inputs=d.inputs(), warnings=d.warnings())

@@ -21,21 +21,23 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float32, Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import Event
-from ros_robodata.events.segmenter import GRIPPER, Segmenter, episode_input_start
+from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
+from ros_robodata.profile.schema import FLOAT64, JOINT_STATE
 
 EVENTS_TOPIC = '/robodata/events'
 MARKERS_TOPIC = '/robodata/event_markers'
 EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
 _COLOURS = {'grasp_start': (0.6, 0.6, 1.0), 'contact': (1.0, 0.8, 0.2), 'contact_lost': (0.7, 0.7, 0.7),
             'grasp': (0.2, 1.0, 0.2), 'grasp_failed': (1.0, 0.2, 0.2), 'lift': (0.2, 0.9, 0.9),
-            'release': (1.0, 0.5, 1.0)}
+            'release': (1.0, 0.5, 1.0), 'collision': (1.0, 0.4, 0.0)}
 # Samples are kept this much longer than the pre-roll: the START event comes after the operator's start (the
 # recorder announces it once the bag is open).
 _KEEP_MARGIN_S = 3.0
@@ -75,7 +77,13 @@ class SegmenterNode(Node):
                                       'contact or release events will be published')
 
     def _subscribe(self, topic: str, spec: Any, qos: Any, msgclass: Any) -> None:
-        msgclass = JointState if self.segmenter.topics[topic] == GRIPPER else WrenchStamped
+        roles = self.segmenter.topics[topic]
+        if WRENCH in roles:
+            msgclass = WrenchStamped
+        elif GRIPPER in roles or spec.type == JOINT_STATE:
+            msgclass = JointState
+        else:  # a gripper command as a plain number
+            msgclass = Float64 if spec.type == FLOAT64 else Float32
         self.create_subscription(msgclass, topic, self._receiver(topic), qos)
 
     def _receiver(self, topic: str) -> Any:
@@ -83,14 +91,12 @@ class SegmenterNode(Node):
 
         def receive(msg: Any) -> None:
             received = clock()
-            sample = self.segmenter.read(topic, b'', lambda: msg)
-            if sample is None:
-                return
-            kept.append((*sample, received))
-            while kept and received - kept[0][2] > keep_ns:
-                kept.popleft()
-            for event in self.segmenter.add(*sample, received):
-                self._publish(event)
+            for sample in self.segmenter.read(topic, b'', lambda: msg, received):
+                kept.append((*sample, received))
+                while kept and received - kept[0][2] > keep_ns:
+                    kept.popleft()
+                for event in self.segmenter.add(*sample, received):
+                    self._publish(event)
 
         return receive
 

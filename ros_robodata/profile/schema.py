@@ -62,6 +62,30 @@ class TopicSpec:
     latched: bool = False
 
 
+FLOAT64 = 'std_msgs/msg/Float64'
+FLOAT32 = 'std_msgs/msg/Float32'
+COMMAND_TYPES = (JOINT_STATE, FLOAT64, FLOAT32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GripperCommand:
+    """What the operator commanded the gripper (a leader arm's gripper joint, a trigger): the segmenter tells a
+    blocked close (contact) from a staged one, and a place from a slip, by it."""
+
+    # A topic recorded under another role (actions, joint_states or extra): a JointState or a std_msgs Float64/32.
+    topic: str = field(metadata=_rule(_topic_name))
+    # The gripper joint's name when the topic is a JointState; None for a Float64/Float32 (its `data`).
+    joint: str | None = field(default=None, metadata=_rule(_non_blank))
+    # The command's value for fully open and fully closed, in its own units (a leader's 0..100, a trigger's 1..0).
+    open_position: float
+    closed_position: float
+
+    def _validate(self) -> None:
+        if self.open_position == self.closed_position:
+            raise _Invalid(f'equals open_position ({self.open_position:g}): open and closed must differ',
+                           'closed_position')
+
+
 @dataclass(frozen=True, kw_only=True)
 class GripperSpec(TopicSpec):
     """The gripper's joint state: the segmenter reads grasps and releases from its motion."""
@@ -73,6 +97,8 @@ class GripperSpec(TopicSpec):
     closed_position: float
     # Effort reported at full grip; None: unknown.
     max_effort: float | None = field(default=None, metadata=_rule(_positive))
+    # The operator's gripper command, if the rig records one; None: the segmenter reads the fingers alone.
+    command: GripperCommand | None = None
 
     def _validate(self) -> None:
         if self.open_position == self.closed_position:
@@ -158,6 +184,20 @@ class Topics:
                     continue  # many rigs publish the gripper joint in /joint_states: recorded once
                 raise _Invalid(f'{spec.topic!r} is already recorded as {seen[spec.topic]}', f'{key}.topic')
             seen[spec.topic] = role
+        command = self.gripper.command if self.gripper is not None else None
+        if command is not None:
+            where = {spec.topic: spec for key, _, spec in self.entries() if key != 'gripper'}
+            spec = where.get(command.topic)
+            if spec is None:
+                raise _Invalid(f'{command.topic!r} is not recorded: list it under actions, joint_states or extra',
+                               'gripper.command.topic')
+            if spec.type not in COMMAND_TYPES:
+                raise _Invalid(f'{command.topic!r} is a {spec.type}: a gripper command is read from a '
+                               f'{", ".join(COMMAND_TYPES)}', 'gripper.command.topic')
+            if (spec.type == JOINT_STATE) != (command.joint is not None):
+                why = ('name the gripper joint in that JointState' if command.joint is None else
+                       f'{spec.type} has no joints: leave joint out')
+                raise _Invalid(why, 'gripper.command.joint')
 
     @property
     def gripper_in_joint_states(self) -> bool:

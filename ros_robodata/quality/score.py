@@ -58,7 +58,7 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
         segments = None
         if segmenter is not None and any(topic in reader.topics for topic in segmenter.topics):
             segmenter.finish()
-            segments = segmenter.result(reader.start_ns, reader.end_ns)
+            segments = segmenter.result()
         return BagScore(report, opening, list(reader.notes), segments)
 
 

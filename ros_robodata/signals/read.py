@@ -43,3 +43,14 @@ def read_gripper(data: bytes | memoryview, joint: str, decode: Decode) -> Grippe
     if reading is None or reading is True:
         return gripper_reading(decode(), joint)
     return reading
+
+
+def read_command(data: bytes | memoryview, joint: str | None, decode: Decode,
+                 received_ns: int | None) -> GripperReading | None:
+    """A gripper command: the named joint of a JointState (a leader arm), or a std_msgs Float64/Float32's data,
+    which has no header and is stamped with when it was received. None when there is nothing to read."""
+    if joint is not None:
+        return read_gripper(data, joint, decode)
+    if received_ns is None:
+        return None
+    return GripperReading(received_ns, float(decode().data))
