@@ -48,13 +48,17 @@ CLOSED_MARGIN = 0.05
 SETTLE_S = 0.05
 # Holding effort: this share of max_effort (or of the stroke's peak effort when max_effort is unknown).
 HOLD_EFFORT_SHARE = 0.25
+# The command must press the stopped fingers further shut this long to mean a block: a follower gripper starts
+# after its leader by its control lag (about 0.1 s on a low-cost arm).
+PRESS_HOLD_S = 0.15
 # A carried load that vanishes this long or less before the fingers (or the command) open is a place: the table
 # took the object's weight first. A slip is only called once this long has passed with the grip still closed.
 PLACE_WINDOW_S = 0.25
 # A wrist transient this many times the contact threshold (and above what the free arm's own motion shows), while
 # the gripper neither holds nor closes, is a collision.
 COLLISION_FACTOR = 3.0
-# After the fingers open, the object they let go of may still brush them: no collision is called this soon.
+# After the fingers open, the object they let go of may still brush them, and a knock rings: no collision is
+# called this soon after either.
 COLLISION_QUIET_S = 0.5
 # A gripper that travelled this share of its stroke with no event at all is worth a warning.
 UNEXPLAINED_STROKE = 0.5
@@ -109,6 +113,9 @@ class _Grasp:
     moving: tuple[int, float, float] | None = None  # the last sample where the fingers clearly closed (t, x, v)
     stop_ns: int | None = None  # when the fingers stopped on the object, from that sample's speed
     pause_x: float = math.inf  # where a staged close paused
+    fast: tuple[int, float, float] | None = None  # the last sample where they closed at twice the threshold
+    stop_x: float = math.nan  # where they first stood still after closing
+    press_since: int | None = None  # since when the command presses the stopped fingers further shut
 
 
 class EventDetector:
@@ -155,6 +162,7 @@ class EventDetector:
         self._w_run: list[int] = []
         self._w_frame = ''
         self._bump: list[tuple[int, float]] = []  # the wrist transient under way while free
+        self._bumped_ns: int | None = None  # when the last collision ended
 
     # --- thresholds -------------------------------------------------------------------------------------------
     @property
@@ -260,6 +268,9 @@ class EventDetector:
         self._g_last = (r.stamp_ns, x, v)
         return out
 
+    def _period_ns(self) -> float:
+        return float(np.median(self._g_periods)) if self._g_periods else 10_000_000.0
+
     def _onset(self, t_ns: int, x: float, v: float, from_x: float, last: tuple[int, float, float] | None) -> int:
         """When a stroke seen at (t, x) moving at v began from from_x: back along the speed (a stroke speeds up,
         so this errs late), never before the last sample where the fingers stood still."""
@@ -318,8 +329,12 @@ class EventDetector:
                 self._state, self._fail_x = _EMPTY, x
                 return
             if closing:
-                g.moving = (t, x, v)
+                g.moving, g.press_since, g.stop_x = (t, x, v), None, math.nan
+                if v < -2 * vt:
+                    g.fast = (t, x, v)
                 return
+            if math.isnan(g.stop_x):
+                g.stop_x = x  # where the fingers stopped (they may creep on under the squeeze)
             if not g.announced:  # a twitch of the fingers, not a stroke
                 self._state, self._grasp, self._still = _IDLE, None, 0
                 return
@@ -330,18 +345,25 @@ class EventDetector:
             if self._command is not None and self._command.fresh(t) and press is None:
                 # The command stands where the fingers stopped: a staged close paused, or the operator letting go
                 # (the fingers then open past where they paused).
-                g.pause_x = min(g.pause_x, x)
+                g.pause_x, g.press_since = min(g.pause_x, x), None
                 if x > g.pause_x + m:
                     self._state, self._grasp, self._still = _IDLE, None, 0
                     self._opening_since = self._opened_ns = t
                 return
+            if press is not None:  # a follower answers its leader late: the press must outlast that lag
+                g.press_since = g.press_since if g.press_since is not None else t
+                if t - g.press_since < PRESS_HOLD_S * 1e9:
+                    return
             # The fingers stopped short of closed: they met something. Contact happened where the stroke, at
             # the speed it last had, reached the place the fingers stopped.
             contact = t
             moving = g.moving if g.moving is not None else (last if last is not None and last[2] < -vt else None)
+            if g.fast is not None and moving is not None and moving[0] - g.fast[0] <= 2 * self._period_ns():
+                moving = g.fast  # a decelerating last sample says little of where the stroke would have arrived
+            stop_x = x if math.isnan(g.stop_x) else g.stop_x
             if moving is not None:  # from the last sample where the fingers clearly moved, at the speed they had
-                contact = int(min(t, max(moving[0], moving[0] + (moving[1] - x) / abs(moving[2]) * 1e9)))
-            g.stall_ns, g.stall_x, g.stop_ns, g.moving = t, x, contact, None
+                contact = int(min(t, max(moving[0], moving[0] + (moving[1] - stop_x) / abs(moving[2]) * 1e9)))
+            g.stall_ns, g.stall_x, g.stop_ns, g.moving, g.fast = t, x, contact, None, None
             hold = self._hold_effort(g)
             evidence = [ev_x, Evidence('gripper.velocity', v * self._stroke, -vt * abs(self._stroke))]
             if press is not None and self._command is not None:
@@ -533,8 +555,10 @@ class EventDetector:
     def _watch_bump(self, out: list[Event], t: int, size: float) -> None:
         """Collision: a wrist transient well above the noise and above what the free arm's own motion shows,
         while the gripper neither holds nor closes (nor just let go of something)."""
+        quiet_ns = COLLISION_QUIET_S * 1e9  # after an opening, and after a knock (it rings)
         free = self._state in (_IDLE, _EMPTY) and not (
-            self._opened_ns is not None and t - self._opened_ns < COLLISION_QUIET_S * 1e9)
+            self._opened_ns is not None and t - self._opened_ns < quiet_ns) and not (
+            self._bumped_ns is not None and t - self._bumped_ns < quiet_ns)
         if not free:
             self._bump.clear()
             return
@@ -550,6 +574,7 @@ class EventDetector:
             peak = max(v for _, v in self._bump)
             self._emit(out, COLLISION, self._bump[0][0], t, 0.8, [Evidence('wrench.peak_force', peak, thr)],
                        note=f'a {peak:.1f} N knock while not holding', frame_id=self._w_frame)
+            self._bumped_ns = t
         if size < thr / 2 or len(self._bump) < 3:
             self._bump.clear()
 
