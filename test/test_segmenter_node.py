@@ -99,3 +99,57 @@ def test_a_rig_without_a_gripper_gets_a_segmenter_that_says_so_and_keeps_running
     finally:
         stop_process(node)
     assert log.read_text().count('names no gripper or wrench topic') == 1
+
+
+def test_a_live_segmenter_reads_a_float64_trigger_as_the_gripper_command(tmp_path: Path) -> None:
+    """The command channel live (issue 13): a compliant gripper with a std_msgs/Float64 trigger and a wrist F/T,
+    replayed over DDS, gives the events the offline pass finds (the trigger has no header: it is stamped when
+    received, so only the kinds are compared), the collision among them."""
+    import yaml
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
+
+    from ros_robodata.msg import SegmentEvent
+    from test.test_segment_rigs import _write_bag, rigs
+
+    profile_path = tmp_path / 'compliant.yaml'
+    profile_path.write_text(yaml.safe_dump(rigs.profile('compliant').to_dict()))
+    profile = load_profile(profile_path)
+    bag = tmp_path / 'episode'
+    _write_bag(rigs.compliant(1, 'bump'), bag)
+    offline = [e.kind for e in segment_bag(bag, profile).events]
+    assert 'collision' in offline and 'release' in offline
+
+    domain = new_domain()
+    log = tmp_path / 'segmenter.log'
+    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter', '--ros-args', '-p', f'profile:={profile_path}']
+    node = subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)
+    try:
+        with client(domain) as c:
+            received: list = []
+            c.node.create_subscription(SegmentEvent, '/robodata/events', received.append, 100)
+            qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+            classes = {'/gripper/joint_states': JointState, '/ft/wrench': WrenchStamped, '/gripper/trigger': Float64}
+            publishers = {topic: c.node.create_publisher(cls, topic, qos) for topic, cls in classes.items()}
+            deadline = time.monotonic() + 30
+            while not all(p.get_subscription_count() for p in publishers.values()):
+                assert node.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, 'the segmenter never subscribed: ' + log.read_text()
+                c.spin_for(0.1)
+            start = time.monotonic()
+            with BagReader(bag) as reader:  # in real time, so receive times stay near the stamps
+                first = None
+                for message in reader.messages(list(publishers)):
+                    first = first if first is not None else message.t_ns
+                    ahead = (message.t_ns - first) / 1e9 - (time.monotonic() - start)
+                    if ahead > 0.002:
+                        c.spin_for(ahead)
+                    publishers[message.topic].publish(bytes(message.data))
+            deadline = time.monotonic() + 10
+            while len(received) < len(offline) and time.monotonic() < deadline:
+                c.spin_for(0.1)
+            c.spin_for(0.5)
+    finally:
+        assert stop_process(node) == 0, log.read_text()
+    assert [m.kind for m in received] == offline
