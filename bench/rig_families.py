@@ -124,7 +124,8 @@ def _onsets(x: np.ndarray, t: np.ndarray, direction: float, threshold: float) ->
     return [float(t[i]) for i in starts]
 
 
-def leader_follower(seed: int, scenario: str) -> RigEpisode:
+def leader_follower(seed: int, scenario: str, *, pause_s: float | None = None) -> RigEpisode:
+    """`pause_s`: the staged close's pause, instead of a random 0.3-0.9 s."""
     rng = np.random.default_rng([1, seed, SCENARIOS.index(scenario)])
     dt = 0.001
     duration = 9.0
@@ -139,7 +140,8 @@ def leader_follower(seed: int, scenario: str) -> RigEpisode:
         mid = (width if not math.isnan(width) else 15.0) + rng.uniform(10.0, 20.0)
         mid = min(mid, open_at - 10.0)
         pause_from = script.ramp(close_t, mid, speed)
-        closed_t = script.ramp(pause_from + rng.uniform(0.3, 0.9), closed_at, speed)
+        pause = rng.uniform(0.3, 0.9)
+        closed_t = script.ramp(pause_from + (pause if pause_s is None else pause_s), closed_at, speed)
     else:
         closed_t = script.ramp(close_t, closed_at, speed)
     hold = rng.uniform(1.5, 3.0)

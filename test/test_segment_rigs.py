@@ -95,14 +95,31 @@ def test_a_zero_filled_velocity_is_replaced_by_the_positions_and_said() -> None:
     assert any('positions and stamps' in line and 'all zeros' in line for line in said), said
 
 
-def test_the_command_tells_a_staged_close_from_contact() -> None:
-    """Without the command, a pause on the way is taken for contact; with it, the contact is where the object is."""
-    misses_without = 0
-    for seed in range(6):
-        ep = rigs.leader_follower(seed, 'staged')
-        assert _unmatched(ep, _run(ep), (CONTACT,)) == []
-        misses_without += bool(_unmatched(ep, _run(ep, command=False), (CONTACT,)))
-    assert misses_without >= 3  # the limit the command channel removes, still there without it
+def test_a_velocity_in_another_unit_is_dropped_for_the_positions() -> None:
+    """A driver that reports the finger speed in degrees/s against positions in radians (x57.3), or with its sign
+    flipped: the speeds disagree with the positions, so the positions decide, and the events stay right."""
+    from dataclasses import replace
+
+    base = rigs.leader_follower(1, 'success')  # odd seeds carry no velocity: fill one in from the positions
+    stamps = np.array([r.stamp_ns for r in base.gripper], dtype=np.float64) / 1e9
+    speed = np.gradient(np.array([r.position for r in base.gripper]), stamps)
+    for factor, says in ((57.3, 'sign or unit'), (-1.0, 'sign or unit')):
+        ep = replace(base, gripper=[replace(r, velocity=float(factor * v)) for r, v in zip(base.gripper, speed,
+                                                                                            strict=True)])
+        seg = _run(ep)
+        assert _unmatched(ep, seg, (GRASP, CONTACT, RELEASE)) == [], factor
+        assert any(says in line for line in seg.result().inputs), seg.result().inputs
+
+
+@pytest.mark.parametrize('pause_s', [0.6, 1.6])
+def test_the_command_tells_a_staged_close_from_contact(pause_s: float) -> None:
+    """With the command, a pause on the way is never contact. Without it (and without effort), a stop must last a
+    second to be contact: shorter pauses are waited out, a longer one is the limit that remains."""
+    for seed in range(4):
+        ep = rigs.leader_follower(seed, 'staged', pause_s=pause_s)
+        assert _unmatched(ep, _run(ep), (CONTACT, GRASP)) == [], seed
+        fingers_alone = _unmatched(ep, _run(ep, command=False), (CONTACT,))
+        assert (fingers_alone == []) == (pause_s < 1.0), (seed, fingers_alone)
 
 
 # -- through bags and the command line ------------------------------------------------------------------------

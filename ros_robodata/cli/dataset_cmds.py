@@ -20,8 +20,9 @@ from ros_robodata.cli.common import (
     stdout,
 )
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
-from ros_robodata.dataset.dataset import UNREADABLE, verify_bag
+from ros_robodata.dataset.dataset import UNREADABLE
 from ros_robodata.dataset.targets import select_rows
+from ros_robodata.dataset.verify import verify_bag
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 

@@ -403,24 +403,3 @@ class Dataset:
         files = self.bag_files(episode.id)
         count = sum(int(t.get('count', 0)) for t in episode.topics.values())
         return {'message_count': count, 'size_bytes': sum(p.stat().st_size for p in files)}
-
-
-def verify_bag(path: Path) -> list[Problem]:
-    """A bag with no recorded checksums (not an episode): read every message, so a damaged chunk or a cut-off
-    file shows up, and name what was wrong."""
-    from ros_robodata.bag.reader import BagReader
-    from ros_robodata.errors import BagError
-
-    name = str(path)
-    try:
-        with BagReader(path) as reader:
-            listed = reader.message_count
-            read = sum(1 for _ in reader.messages())
-            problems = [Problem(name, note) for note in reader.notes]
-            if read != listed:
-                problems.append(Problem(name, f'{read} message(s) readable of {listed} listed'))
-            return problems
-    except BagError as err:
-        return [Problem(name, ' '.join(str(err).split()))]
-    except Exception as err:  # a corrupt chunk surfaces as whatever the decompressor or parser raises
-        return [Problem(name, f'unreadable past some point: {type(err).__name__}: {" ".join(str(err).split())}')]

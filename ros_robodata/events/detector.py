@@ -51,6 +51,9 @@ HOLD_EFFORT_SHARE = 0.25
 # The command must press the stopped fingers further shut this long to mean a block: a follower gripper starts
 # after its leader by its control lag (about 0.1 s on a low-cost arm).
 PRESS_HOLD_S = 0.15
+# With neither a command channel nor an effort signal, a stop is contact once it lasted this long: an operator's
+# pause in a staged close is shorter (the stamp is still where the fingers stopped; only the word comes later).
+PAUSE_CONFIRM_S = 1.0
 # A carried load that vanishes this long or less before the fingers (or the command) open is a place: the table
 # took the object's weight first. A slip is only called once this long has passed with the grip still closed.
 PLACE_WINDOW_S = 0.25
@@ -115,6 +118,7 @@ class _Grasp:
     pause_x: float = math.inf  # where a staged close paused
     fast: tuple[int, float, float] | None = None  # the last sample where they closed at twice the threshold
     stop_x: float = math.nan  # where they first stood still after closing
+    stopped_since: int | None = None  # since when they stand still (no command, no effort: a pause or contact)
     press_since: int | None = None  # since when the command presses the stopped fingers further shut
 
 
@@ -329,7 +333,7 @@ class EventDetector:
                 self._state, self._fail_x = _EMPTY, x
                 return
             if closing:
-                g.moving, g.press_since, g.stop_x = (t, x, v), None, math.nan
+                g.moving, g.press_since, g.stop_x, g.stopped_since = (t, x, v), None, math.nan, None
                 if v < -2 * vt:
                     g.fast = (t, x, v)
                 return
@@ -353,6 +357,18 @@ class EventDetector:
             if press is not None:  # a follower answers its leader late: the press must outlast that lag
                 g.press_since = g.press_since if g.press_since is not None else t
                 if t - g.press_since < PRESS_HOLD_S * 1e9:
+                    return
+            elif self._command is None and not self._squeezing(g, effort) and not self._wrench_agrees(
+                    g.moving[0] if g.moving is not None else t, t)[1]:
+                # Nothing but the fingers' position says whether they met something or the operator paused a
+                # staged close: a stop becomes contact once it has lasted longer than such pauses do.
+                g.stopped_since = g.stopped_since if g.stopped_since is not None else t
+                g.pause_x = min(g.pause_x, x)
+                if x > g.pause_x + m:  # opened again from the pause: no grasp after all
+                    self._state, self._grasp, self._still = _IDLE, None, 0
+                    self._opening_since = self._opened_ns = t
+                    return
+                if t - g.stopped_since < PAUSE_CONFIRM_S * 1e9:
                     return
             # The fingers stopped short of closed: they met something. Contact happened where the stroke, at
             # the speed it last had, reached the place the fingers stopped.
@@ -443,6 +459,11 @@ class EventDetector:
                 if loosened and not g.loosened:
                     g.loosened_ns = t
                 g.loosened = loosened
+
+    def _squeezing(self, g: _Grasp, effort: float) -> bool:
+        """The effort signal says the fingers squeeze something (None of that when effort is not reported)."""
+        hold = self._hold_effort(g)
+        return hold is not None and math.isfinite(effort) and effort - self._e_idle >= hold
 
     def _announce(self, out: list[Event], g: _Grasp, t: int, x: float, evidence: Evidence) -> None:
         """grasp_start, once the fingers travelled a closed-margin's worth (so a twitch is not a stroke)."""
