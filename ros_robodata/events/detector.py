@@ -162,6 +162,7 @@ class EventDetector:
         self._w_last_ns: int | None = None
         self._w_contact = False
         self._free_loads: deque[float] = deque(maxlen=2500)  # |load| while free: what motion alone does
+        self._free_seen = 0
         self._motion_floor = 0.0
         self._w_run: list[int] = []
         self._w_frame = ''
@@ -546,15 +547,21 @@ class EventDetector:
                 self._state = _EMPTY
         return out
 
+    def _learn_motion_floor(self, size: float) -> None:
+        """What the free wrist reads from the arm's own motion: 1.5x the 99th percentile of its recent loads,
+        recomputed every 100 samples (a percentile a sample would cost the live node more than the rest)."""
+        self._free_loads.append(size)
+        self._free_seen += 1
+        if self._free_seen % 100 == 0:
+            self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
+
     def _wrench_contact(self, out: list[Event], t: int, size: float) -> None:
         """Wrench-only rigs: contact while the load stands above the noise (3 samples), lost below half of it.
 
         Without a gripper to say when a grasp is on, the arm's own accelerations must not read as contact: the
         threshold also stays above what the free wrist showed lately."""
         if not self._w_contact:
-            self._free_loads.append(size)
-            if len(self._free_loads) % 100 == 0 or len(self._free_loads) == self._free_loads.maxlen:
-                self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
+            self._learn_motion_floor(size)
         thr = self._wrist.threshold
         if self.settings.contact_force_threshold_n is None:
             thr = max(thr, self._motion_floor)
@@ -585,9 +592,7 @@ class EventDetector:
             return
         thr = max(COLLISION_FACTOR * self._wrist.threshold, self._motion_floor)
         if not self._bump:
-            self._free_loads.append(size)
-            if len(self._free_loads) % 100 == 0:
-                self._motion_floor = 1.5 * float(np.percentile(self._free_loads, 99))
+            self._learn_motion_floor(size)
         if size > thr:
             self._bump.append((t, size))
             return
