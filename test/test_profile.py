@@ -446,3 +446,35 @@ def test_only_the_gripper_may_share_the_joint_states_topic(tmp_path: Path) -> No
     for text in (FULL, FULL.replace('topic: /gripper/joint_states', 'topic: /joint_states')):
         path = write(tmp_path, text.replace('topic: /wrench,', 'topic: /joint_states,'))
         assert "topics.wrench.topic: '/joint_states' is already recorded as joint_states" in error_of(path)
+
+
+def test_profile_defaults_list_every_key_with_the_default_the_code_uses(capsys) -> None:
+    """`robodata profile --defaults` is read from the schema, so it cannot drift from what a profile gets; every
+    key the shipped sim_cell.yaml sets is in it (issue 14: the YAML claimed defaults it did not have)."""
+    import json
+
+    import yaml
+
+    from ros_robodata.cli.main import main
+    from ros_robodata.profile.defaults import REQUIRED, profile_keys
+
+    keys = {k: d for k, d, _ in profile_keys()}
+    assert keys['quality.max_force_n'] == 'null' and keys['success.lift_height_m'] == 'null'
+    assert keys['robot.name'] == REQUIRED and keys['recording.pre_roll_s'] == '2.0'
+    assert keys['topics.gripper.command.joint'] == 'null' and keys['quality.max_idle_s'] == 'null'
+
+    def flatten(data: object, prefix: str = '') -> list[str]:
+        out: list[str] = []
+        for key, value in (data.items() if isinstance(data, dict) else ()):
+            if isinstance(value, list) and all(isinstance(item, dict) for item in value) and value:
+                out += [prefix + key + '[]'] + [k for item in value for k in flatten(item, prefix + key + '[].')]
+            else:
+                out += [prefix + key, *flatten(value, prefix + key + '.')]
+        return out
+
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml').read_text())
+    assert [k for k in flatten(shipped) if k not in keys] == []
+    assert main(['profile', '--defaults', '--json']) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {row['key'] for row in listed} == set(keys) and all(row['meaning'] for row in listed
+                                                                if row['key'].startswith('quality.'))

@@ -11,7 +11,7 @@ import pytest
 from ros_robodata.cli.main import main
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.episode import score_of
-from ros_robodata.quality.findings import ERROR, WARN, Finding
+from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
 from ros_robodata.quality.motion import JointMotion, Trajectory, limits_from_urdf
 from ros_robodata.quality.score import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits
@@ -91,20 +91,62 @@ def test_motion_nan_limits_stuck_and_idle() -> None:
     motion = JointMotion('/joint_states', ['a', 'b'], joint_limits=limits)
     for i in range(1000):  # 10 s at 100 Hz
         t = START + i * 10 * MS
-        a = 0.5 * np.sin(i / 50) if i < 600 else 0.5 * np.sin(600 / 50)  # still from 6 s on
+        a = 0.5 * np.sin(i / 50) if i < 600 else 0.5 * np.sin(600 / 50)  # still from 6 s on: a stop, no jump
         b = 0.2 if i < 400 else 0.2 + 0.001 * (min(i, 600) - 400)
         if i == 300:
             a = float('nan')
         if 100 <= i < 110:
             a = 1.2  # beyond the limit
+        if i == 500:
+            a += 0.3  # one glitched sample: a jump far beyond the task's own motion
+        motion.command(t, ['a', 'b'], [a, 0.2 + 0.05 * np.sin(i / 40)])  # b was commanded to move throughout
         motion.add(t, ['c', 'a', 'b'], [0.0, a, b])
     found = _checks(motion.findings())
     assert set(found) == {'motion.nan', 'motion.joint_limit', 'motion.stuck_joint', 'motion.idle',
                           'motion.velocity_jump'}
     assert found['motion.nan'].count == 1 and 'a' in found['motion.nan'].message
-    assert found['motion.stuck_joint'].message.startswith('b reported the same value')
-    idle = found['motion.idle'].ranges[0]
-    assert idle[0] == pytest.approx(START + 6000 * MS, abs=20 * MS) and motion.smoothness() is not None
+    stuck = found['motion.stuck_joint']
+    assert stuck.message.startswith('b reported the same value') and 'while its command moved by' in stuck.message
+    assert stuck.severity == WARN
+    jump = found['motion.velocity_jump']
+    # the glitch going up and coming back (and the limit excursion), not the ordinary stop at 6 s
+    assert jump.severity == WARN and all(r[1] < START + 5900 * MS for r in jump.ranges), jump.ranges
+    idle = found['motion.idle']
+    # (the first still sample after motion waits one sample: a re-published sample or a stop, the next one tells)
+    assert idle.ranges[0][0] == pytest.approx(START + 6000 * MS, abs=40 * MS) and motion.smoothness() is not None
+    assert idle.severity == INFO and 'end: trim at 6.0 s' in idle.message  # a pause is no data fault
+
+
+def test_a_joint_standing_still_is_stuck_only_when_it_should_have_moved() -> None:
+    """Servo encoders read the same value at rest, and an operator may not use a joint at all: without a command
+    saying it should have moved, a still joint is at most information (issue 14: 3 of 4 real episodes)."""
+    motion = JointMotion('/joint_states', ['a', 'b'])
+    for i in range(1000):
+        t = START + i * 10 * MS
+        a = 0.0 if i < 200 else 0.5 * np.sin((i - 200) / 50)  # 2 s at rest before the operator starts
+        motion.add(t, ['a', 'b'], [a, 0.1])  # b never used
+    found = _checks(motion.findings())
+    assert found['motion.stuck_joint'].severity == INFO and 'never changed' in found['motion.stuck_joint'].message
+    assert 'motion.velocity_jump' not in found  # the start from rest is no jump
+
+
+def test_a_sample_republished_while_the_arm_moves_is_a_repeated_sample_not_a_jump() -> None:
+    """An industrial arm's driver published the same joint sample twice while the arm moved at 0.66 rad/s, and
+    its stamps step 40/58 ms now and then: neither is the arm jerking."""
+    motion = JointMotion('/joint_states', ['a'])
+    t = START
+    rng = np.random.default_rng(0)
+    last = 0.0
+    for i in range(600):  # 30 s at 20 Hz, sampled on time but stamped 40/58 ms apart now and then
+        step = 50 * MS if i % 37 else int(rng.choice([40, 58])) * MS
+        t += step
+        position = 0.66 * 0.05 * i if i % 25 else last  # 0.66 rad/s; every 25th sample re-published unchanged
+        last = position
+        motion.add(t, ['a'], [position])
+    found = _checks(motion.findings())
+    repeated = found['timing.repeated_sample']
+    assert repeated.count == 23 and 'repeats a stale reading' in repeated.message
+    assert 'motion.velocity_jump' not in found or found['motion.velocity_jump'].severity == INFO
 
 
 def test_trajectory_memory_stays_bounded() -> None:
@@ -247,3 +289,21 @@ def test_an_episode_much_jerkier_than_its_peers_is_flagged() -> None:
     _flag_jerky(scores)
     flagged = {i for i, s in scores.items() if any(f.check == 'motion.jerky' for f in s.extra)}
     assert flagged == {'e4'}
+
+
+def test_a_force_drop_is_a_contact_letting_go_not_a_collision() -> None:
+    """32 N to 5 N in one sample (issue 14): a contact let go; a rise and its way back down is one spike."""
+    from ros_robodata.quality.contact import WrenchWatch
+
+    watch = WrenchWatch('/wrist/wrench', None)
+    for i in range(600):
+        t = START + i * 2 * MS
+        force = 32.0 if 100 <= i < 300 else 5.0 + 0.05 * np.sin(i)  # pressed, then let go
+        if i == 450:
+            force = 60.0  # a knock, back down at once
+        watch.add(t, (0.0, 0.0, force))
+    found = _checks(watch.findings())
+    drop = found['contact.force_drop']
+    assert drop.severity == INFO and 'dropped by up to 27 N' in drop.message and drop.count == 1
+    spike = found['contact.force_spike']
+    assert spike.severity == WARN and 'rose by up to' in spike.message and spike.count == 2  # 5 -> 32, 5 -> 60

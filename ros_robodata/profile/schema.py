@@ -255,6 +255,8 @@ class Quality:
     max_force_n: float | None = field(default=None, metadata=_rule(_positive))
     # An episode shorter than this is an error (a start/stop slip of the operator's finger).
     min_episode_s: float = field(default=1.0, metadata=_rule(_non_negative))
+    # The arm standing still longer than this in all (s) warns; None: idle time is information, not a fault.
+    max_idle_s: float | None = field(default=None, metadata=_rule(_positive))
 
 
 @dataclass(frozen=True, kw_only=True)

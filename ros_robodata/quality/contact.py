@@ -6,12 +6,14 @@ import math
 from collections.abc import Callable
 
 from ros_robodata.events.noise import NoiseFloor
-from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
+from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding, Ranges
 
 # A change between two samples this many noise sigmas is a spike, not motion or grasping ...
 SPIKE_SIGMAS = 40.0
 # ... and at least this much (N): below it no collision matters to a policy.
 MIN_SPIKE_N = 10.0
+# A drop this soon after a rise is the spike coming back down, not a contact letting go.
+SPIKE_RETURN_NS = 100_000_000
 
 
 class WrenchWatch:
@@ -24,7 +26,7 @@ class WrenchWatch:
         self._noise = NoiseFloor()
         self._last: float | None = None
         self._over = Ranges()
-        self._spikes: list[tuple[int, float]] = []
+        self._spikes: list[tuple[int, float]] = []  # (stamp, signed change): a rise or a drop
         self._spike_limit = MIN_SPIKE_N
         self.last_spike_ns = 0
 
@@ -39,13 +41,14 @@ class WrenchWatch:
             fired.append('contact.force_limit')
         last, self._last = self._last, size
         if last is not None:
-            change = abs(size - last)
+            change = size - last
             self._spike_limit = max(MIN_SPIKE_N, SPIKE_SIGMAS * self._noise.sigma)
-            if change > self._spike_limit:
-                self.last_spike_ns = stamp_ns
+            if abs(change) > self._spike_limit:
                 if len(self._spikes) < 10_000:
                     self._spikes.append((stamp_ns, change))
-                fired.append('contact.force_spike')
+                if change > 0:  # a sudden rise is what a collision looks like; a drop is a contact letting go
+                    self.last_spike_ns = stamp_ns
+                    fired.append('contact.force_spike')
             else:
                 self._noise.add(size)
         return fired
@@ -54,16 +57,26 @@ class WrenchWatch:
         """`excused(stamp)`: True when the gripper itself was moving then (fingers slamming shut on an object
         jolt the wrist too; that is grasping, not a collision)."""
         out = []
-        spikes = Ranges()
+        rises, drops = Ranges(), Ranges()
+        last_rise = None
         for stamp, change in self._spikes:
-            if excused is None or not excused(stamp):
-                spikes.add(stamp, change)
+            if excused is not None and excused(stamp):
+                continue
+            if change > 0:
+                rises.add(stamp, change)
+                last_rise = stamp
+            elif last_rise is None or stamp - last_rise > SPIKE_RETURN_NS:  # not a spike's own way back down
+                drops.add(stamp, -change)
         if self._over:
             out.append(self._over.finding('contact.force_limit', ERROR, self.topic, f'wrist force up to '
                                           f'{self._over.worst:.0f} N (limit {self.max_force_n:g} N) in '
                                           f'{len(self._over.items)} stretch(es)', self.max_force_n or 0.0))
-        if spikes:
-            out.append(spikes.finding('contact.force_spike', WARN, self.topic, f'wrist force jumped by up to '
-                                      f'{spikes.worst:.0f} N in one sample ({spikes.count} time(s)): a collision?',
-                                      self._spike_limit))
+        if rises:
+            out.append(rises.finding('contact.force_spike', WARN, self.topic, f'wrist force rose by up to '
+                                     f'{rises.worst:.0f} N in one sample ({rises.count} time(s)): a collision or a '
+                                     'hard knock?', self._spike_limit))
+        if drops:
+            out.append(drops.finding('contact.force_drop', INFO, self.topic, f'wrist force dropped by up to '
+                                     f'{drops.worst:.0f} N in one sample ({drops.count} time(s)): a contact let go '
+                                     '(an object released, slipped or knocked away)', self._spike_limit))
         return out

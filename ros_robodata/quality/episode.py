@@ -16,9 +16,10 @@ from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.types import typestore
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
+from ros_robodata.profile.schema import JOINT_STATE
 from ros_robodata.quality.contact import WrenchWatch
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
-from ros_robodata.quality.motion import JointMotion, limits_from_urdf
+from ros_robodata.quality.motion import JointMotion, MotionLimits, limits_from_urdf
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
 from ros_robodata.signals import (
     GripperReading,
@@ -35,7 +36,7 @@ from ros_robodata.signals import (
 UNREADABLE = (RobodataError, ValueError, TypeError, IndexError, KeyError, AttributeError, struct.error,
               UnicodeDecodeError)
 
-_JOINTS, _WRENCH, _CAMERA, _URDF = 'joints', 'wrench', 'camera', 'urdf'
+_JOINTS, _WRENCH, _CAMERA, _URDF, _COMMAND = 'joints', 'wrench', 'camera', 'urdf', 'command'
 
 # How much one finding costs the episode's score: the score is the product of (1 - penalty) over findings.
 PENALTY = {ERROR: 0.3, WARN: 0.1}
@@ -50,8 +51,9 @@ def score_of(findings: list[Finding]) -> tuple[float, list[str]]:
     score = 1.0
     for penalty in worst.values():
         score *= 1.0 - penalty
-    ordered = sorted(findings, key=lambda f: (-PENALTY.get(f.severity, 0.0), f.check, f.topic))
-    return round(score, 4), [f'{f.severity}: {f.message}' for f in ordered]
+    ordered = sorted((f for f in findings if f.severity in PENALTY),
+                     key=lambda f: (-PENALTY.get(f.severity, 0.0), f.check, f.topic))
+    return round(score, 4), [f'{f.severity}: {f.message}' for f in ordered]  # info findings explain no loss
 
 
 @dataclass
@@ -93,7 +95,11 @@ class EpisodeQuality:
             self._stamped[spec.topic] = spec.type in store.fielddefs and starts_with_header(spec.type, store)
         # A rig without an arm (a capture studio, a vehicle) has no joint states: no motion or sync checks.
         self.joint_topic = t.joint_states.topic if t.joint_states is not None else None
-        self.motion = JointMotion(self.joint_topic, profile.robot.arm_joints or None) if self.joint_topic else None
+        self.motion = JointMotion(self.joint_topic, profile.robot.arm_joints or None,
+                                  MotionLimits(max_idle_s=q.max_idle_s)) if self.joint_topic else None
+        # A leader arm's (or any JointState) command: a joint that stays put while commanded to move is stuck.
+        self._command_topic = (t.actions.topic if t.actions is not None and t.actions.type == JOINT_STATE
+                               and self.motion is not None and t.actions.topic != self.joint_topic else None)
         self.wrench = WrenchWatch(t.wrench.topic, q.max_force_n) if t.wrench is not None else None
         self.gripper = t.gripper
         self._gripper_last: tuple[int, float] | None = None
@@ -119,6 +125,8 @@ class EpisodeQuality:
             self._roles[self.wrench.topic] = _WRENCH
         if self.joint_topic:
             self._roles[self.joint_topic] = _JOINTS
+        if self._command_topic:
+            self._roles[self._command_topic] = _COMMAND
         self._gripper_topic = self.gripper.topic if self.gripper is not None else None
         self.first_ns: int | None = None
         self.last_ns: int | None = None
@@ -143,7 +151,7 @@ class EpisodeQuality:
             return fired
         try:
             gripper = read_gripper(data, self.gripper.joint, decode) if topic == self._gripper_topic else None
-            if role == _JOINTS:
+            if role in (_JOINTS, _COMMAND):
                 reading: Any = read_joints(data, decode)
             elif role == _WRENCH:
                 reading = read_wrench(data, decode)
@@ -160,6 +168,8 @@ class EpisodeQuality:
             self._gripper(gripper)
         if role == _JOINTS:
             fired += self._joints(reading)
+        elif role == _COMMAND:
+            self.motion.command(reading.stamp_ns, reading.names, reading.position)  # type: ignore[union-attr]
         elif role == _WRENCH:
             fired += self.wrench.add(at, reading.force)  # type: ignore[union-attr]
         elif role == _CAMERA:
@@ -234,6 +244,7 @@ class EpisodeQuality:
                        for topic, t in self.timing.items()},
             'smoothness_ldlj': _round(motion.smoothness()) if motion is not None else None,
             'idle_s': round(motion.idle_ns / 1e9, 3) if motion is not None else None,
+            'trim': motion.trim() if motion is not None else {},
             'peak_force_n': _round(self.wrench.peak_n) if self.wrench is not None else None,
             'cameras': {topic: {'frames': w.frames, **{k: _round(v) for k, v in w.stats().items()}}
                         for topic, w in self.cameras.items()},

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-WARN, ERROR = 'warn', 'error'
-SEVERITIES = (WARN, ERROR)
+INFO, WARN, ERROR = 'info', 'warn', 'error'
+SEVERITIES = (INFO, WARN, ERROR)  # info: worth knowing, not a data fault (costs the score nothing)
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class Finding:
     episode-level finding (a missing outcome) has none."""
 
     check: str  # dotted: timing.gap, image.blur, motion.nan, contact.force_spike, completeness.outcome, ...
-    severity: str  # warn | error
+    severity: str  # info | warn | error
     topic: str  # the topic or signal it is about ('' for the episode)
     message: str  # one line a person reads
     value: float = float('nan')  # the worst value seen

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
+from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding, Ranges
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,15 @@ def limits_from_urdf(urdf: str) -> dict[str, JointLimit]:
 class MotionLimits:
     idle_speed: float = 0.01  # joint speed (rad/s or m/s) below which a joint is still
     idle_after_s: float = 3.0  # everything still this long is idle time
-    stuck_after_s: float = 2.0  # a joint reporting the bit-identical value this long while others move is stuck
+    stuck_after_s: float = 2.0  # a joint whose command moved while it reported the bit-identical value this long
+    stuck_command_travel: float = 0.05  # ... by at least this much (rad or m) is stuck
     limit_margin: float = 1e-3  # tolerance beyond a URDF limit
-    velocity_jump_sigmas: float = 20.0  # a speed change this many typical changes in one sample is a jump
-    min_velocity_jump: float = 0.5  # ... and at least this much (rad/s or m/s)
+    velocity_jump_sigmas: float = 20.0  # a speed change this many typical changes (while moving) in one sample ...
+    min_velocity_jump: float = 0.5  # ... and at least this much (rad/s or m/s) ...
+    velocity_jump_of_peak: float = 1.5  # ... and more than this share of the task's peak speed is a jump
+    uneven_stamp_share: float = 0.3  # a stamp step this far off the typical period is an uneven stamp gap
+    repeated_warn_share: float = 0.01  # repeated samples above this share of the moving samples warn
+    max_idle_s: float | None = None  # idle time beyond this warns; None: idle is information only
     trajectory_points: int = 2000  # at most this many samples of the trajectory are kept (memory bound)
 
 
@@ -96,8 +101,22 @@ class JointMotion:
         self._beyond = Ranges()
         self._beyond_joints: set[str] = set()
         self._jumps = Ranges()
+        self._stamp_jumps = Ranges()  # jumps explained by an uneven stamp step, not by the arm
+        self._repeats = Ranges()
+        self._pending_repeat: int | None = None
+        self._moving_samples = 0
+        self._periods: list[int] = []
+        self._period = 0
+        self._speeds: list[float] = []
+        self._peak_speed = 0.0
         self._idle = Ranges(join_ns=0)
+        self._idle_stretches: list[tuple[int, int]] = []
         self._stuck: dict[str, Ranges] = {}
+        self._stuck_travel: dict[str, float] = {}
+        self._commands: dict[str, list[tuple[int, float]]] = {}
+        self._first_q: list[float] | None = None
+        self._changed: list[bool] = []
+        self._travel: list[float] = []
         self._last: tuple[int, list[float]] | None = None
         self._last_speed: list[float] | None = None
         self._speed_changes: list[float] = []
@@ -120,6 +139,7 @@ class JointMotion:
             self.names = [names[i] for i in self._index]
             self._same_since = [None] * len(self._index)
             self._last, self._last_speed, self._still_from = None, None, None
+            self._first_q, self._changed, self._travel = None, [False] * len(self._index), [0.0] * len(self._index)
         assert self._index is not None
         if not self._index:
             return []
@@ -144,12 +164,34 @@ class JointMotion:
                     fired.append('motion.joint_limit')
         self.trajectory.add(stamp_ns, q)
         last = self._last
+        if self._first_q is None:
+            self._first_q = q
+        if last is not None and q == last[1] and self._pending_repeat is None and self._moving_now:
+            # The same reading again while the arm moved: the driver may have re-published a stale sample, or the
+            # arm stopped, or crept below its encoders' resolution. Skipped for now; the next sample tells.
+            self._pending_repeat = stamp_ns
+            return fired
+        if self._pending_repeat is not None and last is not None and q != last[1] and self._last_speed:
+            # The arm went on at the speed it had, across both steps (real stamps): the middle one was a repeat.
+            # (Creeping at the encoders' resolution alternates one step and none: half the speed across.)
+            before = max(abs(v) for v in self._last_speed)
+            across = max(abs(a - b) for a, b in zip(q, last[1], strict=True)) / ((stamp_ns - last[0]) / 1e9)
+            if before > self.limits.idle_speed and 0.75 <= across / before <= 1.33:
+                self._repeats.add(self._pending_repeat, 1.0)
+        self._pending_repeat = None
         self._last = (stamp_ns, q)
         if last is None or stamp_ns <= last[0]:
             return fired
-        dt = (stamp_ns - last[0]) / 1e9
+        for i, (a, b) in enumerate(zip(q, last[1], strict=True)):
+            if a != b:
+                self._changed[i] = True
+                self._travel[i] += abs(a - b)
+        step = stamp_ns - last[0]
+        dt = step / 1e9
         speed = [(a - b) / dt for a, b in zip(q, last[1], strict=True)]
-        self._check_jump(stamp_ns, speed, fired)
+        self._moving_now = any(abs(v) > self.limits.idle_speed for v in speed)
+        self._moving_samples += self._moving_now
+        self._check_jump(stamp_ns, speed, fired, step)
         # Idle time and stuck encoders live on second scales: judged every few samples, over that span.
         self._since_still_check += 1
         if self._still_from is None:
@@ -161,19 +203,54 @@ class JointMotion:
             self._still_from, self._since_still_check = (stamp_ns, q), 0
         return fired
 
-    def _check_jump(self, stamp_ns: int, speed: list[float], fired: list[str]) -> None:
+    def _check_jump(self, stamp_ns: int, speed: list[float], fired: list[str], step_ns: int) -> None:
+        """A speed change in one sample far beyond what the task's own motion shows: judged against the typical
+        change while the arm moves and the task's peak speed (a start or a stop is not a jump), and named by its
+        cause: an uneven stamp step (the driver's timing) or the motion itself."""
         previous, self._last_speed = self._last_speed, speed
+        self._periods.append(step_ns)
+        if len(self._periods) >= 50:
+            self._period = int(np.median(self._periods))
+            self._periods = self._periods[-25:]
         if previous is None:
             return
+        fastest = max(abs(v) for v in speed)
         change = max(abs(a - b) for a, b in zip(speed, previous, strict=True))
-        self._speed_changes.append(change)
-        if len(self._speed_changes) >= 200:
-            self._typical_change = float(np.median(self._speed_changes))
-            self._speed_changes = self._speed_changes[-100:]
-        limit = max(self.limits.min_velocity_jump, self.limits.velocity_jump_sigmas * self._typical_change)
-        if self._typical_change > 0 and change > limit:
-            self._jumps.add(stamp_ns, change)
-            fired.append('motion.velocity_jump')
+        if self._moving_now or max(abs(v) for v in previous) > self.limits.idle_speed:
+            self._speed_changes.append(change)
+            self._speeds.append(fastest)
+            if len(self._speed_changes) >= 200:
+                self._typical_change = float(np.median(self._speed_changes))
+                self._speed_changes = self._speed_changes[-100:]
+            if len(self._speeds) >= 200:
+                self._peak_speed = float(np.percentile(self._speeds, 95))
+                self._speeds = self._speeds[-100:]
+        if self._typical_change > 0 and change > self.jump_limit:
+            uneven = self._period > 0 and abs(step_ns - self._period) > self.limits.uneven_stamp_share * self._period
+            (self._stamp_jumps if uneven else self._jumps).add(stamp_ns, change)
+            if not uneven:
+                fired.append('motion.velocity_jump')
+
+    @property
+    def jump_limit(self) -> float:
+        return max(self.limits.min_velocity_jump, self.limits.velocity_jump_sigmas * self._typical_change,
+                   self.limits.velocity_jump_of_peak * self._peak_speed)
+
+    def command(self, stamp_ns: int, names: Sequence[str], position: Sequence[float]) -> None:
+        """The commanded joints (a leader arm's JointState): a joint that stays put while its command moves is
+        stuck; one the operator did not command is merely unused."""
+        horizon = stamp_ns - int(2 * self.limits.stuck_after_s * 1e9)
+        for name, value in zip(names, position, strict=False):
+            if not math.isfinite(value):
+                continue
+            history = self._commands.setdefault(str(name), [])
+            history.append((stamp_ns, float(value)))
+            if len(history) > 64 and history[0][0] < horizon:
+                del history[:len(history) // 2]
+
+    def _command_travel(self, name: str, since_ns: int, until_ns: int) -> float:
+        values = [v for t, v in self._commands.get(name, ()) if since_ns <= t <= until_ns]
+        return max(values) - min(values) if values else 0.0
 
     def _check_still(self, stamp_ns: int, speed: list[float], q: list[float], previous: list[float],
                      since_ns: int) -> None:
@@ -193,14 +270,32 @@ class JointMotion:
             since = self._same_since[i]
             if since is None:
                 self._same_since[i] = since_ns
-            elif stamp_ns - since > stuck_ns and any(m for j, m in enumerate(moving) if j != i):
-                self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
+            elif stamp_ns - since > stuck_ns:
+                travel = self._command_travel(name, since, stamp_ns)
+                if travel > self.limits.stuck_command_travel:  # commanded to move, reported the same value
+                    self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
+                    self._stuck_travel[name] = max(self._stuck_travel.get(name, 0.0), travel)
 
     def _close_idle(self, end_ns: int) -> None:
         since = self._still_since
         if since is not None and end_ns - since > self.limits.idle_after_s * 1e9:
             self._idle.add(since, (end_ns - since) / 1e9, end_ns=end_ns)
+            self._idle_stretches.append((since, end_ns))
             self.idle_ns += end_ns - since
+
+    def trim(self) -> dict[str, float]:
+        """Idle at the very start or end of the episode, as trim points (s from the first sample) a training
+        export may cut at: the arm waiting for the operator is no demonstration."""
+        out: dict[str, float] = {}
+        if self.first_ns is None or self.last_ns is None:
+            return out
+        near = int(0.5e9)
+        for since, until in self._idle_stretches:
+            if since - self.first_ns <= near:
+                out['start_s'] = round((until - self.first_ns) / 1e9, 3)
+            if self.last_ns - until <= near:
+                out['end_s'] = round((since - self.first_ns) / 1e9, 3)
+        return out
 
     def smoothness(self) -> float | None:
         """Log dimensionless jerk of the joint-space speed profile over the moving part of the episode
@@ -245,17 +340,47 @@ class JointMotion:
             out.append(self._beyond.finding('motion.joint_limit', ERROR, topic, f'{topic}: '
                                             f'{", ".join(sorted(self._beyond_joints))} beyond the URDF limits by up '
                                             f'to {self._beyond.worst:.3g}', self.limits.limit_margin))
-        if self._jumps:
-            out.append(self._jumps.finding('motion.velocity_jump', WARN, topic, f'{topic}: joint speed jumped by up '
-                                           f'to {self._jumps.worst:.3g} in one sample ({self._jumps.count} time(s))',
-                                           max(self.limits.min_velocity_jump,
-                                               self.limits.velocity_jump_sigmas * self._typical_change)))
+        if self._repeats:
+            share = self._repeats.count / max(1, self._moving_samples + self._repeats.count)
+            out.append(self._repeats.finding(
+                'timing.repeated_sample', WARN if share > self.limits.repeated_warn_share else INFO, topic,
+                f'{topic}: {self._repeats.count} sample(s) re-published unchanged while the arm moved ({share:.1%} '
+                'of the moving samples): the driver repeats a stale reading; speeds are taken across them',
+                self.limits.repeated_warn_share))
+        if self._jumps or self._stamp_jumps:
+            worst = max(r.worst for r in (self._jumps, self._stamp_jumps) if r)
+            causes = [f'{r.count} {why}' for r, why in ((self._jumps, 'in the motion itself'),
+                                                          (self._stamp_jumps, 'at uneven stamp steps (the '
+                                                           "driver's timing, not the arm)")) if r]
+            both = Ranges()
+            for r in (self._jumps, self._stamp_jumps):
+                for a, b in r.items:
+                    both.items.append([a, b])
+            both.items.sort()
+            both.count, both.worst = self._jumps.count + self._stamp_jumps.count, worst
+            out.append(both.finding('motion.velocity_jump', WARN if self._jumps else INFO, topic,
+                                    f'{topic}: joint speed jumped by up to {worst:.3g} in one sample, beyond the '
+                                    f'task\'s own motion: {", ".join(causes)}', self.jump_limit))
         for name, ranges in sorted(self._stuck.items()):
             out.append(ranges.finding('motion.stuck_joint', WARN, topic, f'{name} reported the same value for '
-                                      f'{ranges.worst:.1f} s while other joints moved (a dead encoder?)',
+                                      f'{ranges.worst:.1f} s while its command moved by '
+                                      f'{self._stuck_travel[name]:.3g} (a dead encoder or a blocked joint?)',
                                       self.limits.stuck_after_s))
+        others_moved = [t > 10 * self.limits.stuck_command_travel for t in self._travel]
+        for i, name in enumerate(self.names):
+            if (self._changed and not self._changed[i] and name not in self._stuck
+                    and any(m for j, m in enumerate(others_moved) if j != i)):
+                out.append(Finding('motion.stuck_joint', INFO, topic, f'{name} never changed in the episode while '
+                                   'the other joints moved: unused by this task, or a dead encoder if the task needs '
+                                   'it', 0.0, 0.0))
         if self._idle:
-            out.append(self._idle.finding('motion.idle', WARN, topic, f'the arm stood still for '
-                                          f'{self.idle_ns / 1e9:.1f} s in {len(self._idle.items)} stretch(es)',
-                                          self.limits.idle_after_s))
+            over = self.limits.max_idle_s is not None and self.idle_ns / 1e9 > self.limits.max_idle_s
+            trim = self.trim()
+            where = (' (idle at the ' + ' and '.join(f'{k[:-2]}: trim at {v:.1f} s' for k, v in trim.items())
+                     + ')') if trim else ''
+            out.append(self._idle.finding('motion.idle', WARN if over else INFO, topic, f'the arm stood still for '
+                                          f'{self.idle_ns / 1e9:.1f} s in {len(self._idle.items)} stretch(es)'
+                                          + (f', more than the profile\'s {self.limits.max_idle_s:g} s' if over
+                                             else '') + where,
+                                          self.limits.max_idle_s or self.limits.idle_after_s))
         return out
