@@ -307,3 +307,23 @@ def test_a_force_drop_is_a_contact_letting_go_not_a_collision() -> None:
     assert drop.severity == INFO and 'dropped by up to 27 N' in drop.message and drop.count == 1
     spike = found['contact.force_spike']
     assert spike.severity == WARN and 'rose by up to' in spike.message and spike.count == 2  # 5 -> 32, 5 -> 60
+
+
+def test_every_time_in_a_score_counts_from_the_first_header_stamp(tmp_path) -> None:
+    """One time origin (issue 14: ranges_s started at -0.002 s, a receive-time origin for stamp ranges)."""
+    from ros_robodata.bag.reader import BagReader
+    from ros_robodata.profile import load_profile
+    from ros_robodata.signals import header_stamp_ns
+    from ros_robodata.sim.to_bag import write_sim_episode
+
+    profile = load_profile(Path(__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml')
+    bag = tmp_path / 'bag'
+    write_sim_episode(bag, profile, seed=2, max_duration_s=6.0, faults=FAULTS[1:2])  # a force spike
+    scored = score_bag(bag, profile, images=False)
+    with BagReader(bag) as reader:
+        stamps = [s for m in reader.messages() if (s := header_stamp_ns(m.data)) is not None and s > 0]
+    assert scored.report.start_ns == min(stamps)
+    data = scored.report.to_json()
+    for finding in data['findings']:
+        assert all(a >= 0 for a, _ in finding.get('ranges_s', [])), finding
+        assert finding['stretches'] == len(finding['ranges_ns'])

@@ -130,6 +130,8 @@ class EpisodeQuality:
         self._gripper_topic = self.gripper.topic if self.gripper is not None else None
         self.first_ns: int | None = None
         self.last_ns: int | None = None
+        self.first_stamp_ns: int | None = None
+        self.last_stamp_ns: int | None = None
         self.undecodable: dict[str, str] = {}
 
     def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
@@ -144,6 +146,9 @@ class EpisodeQuality:
             self.first_ns = receive_ns
         self.last_ns = receive_ns
         stamp = header_stamp_ns(data) if self._stamped[topic] else None
+        if stamp is not None and stamp > 0:  # one time origin for every range: the sensors' header stamps
+            self.first_stamp_ns = stamp if self.first_stamp_ns is None else min(self.first_stamp_ns, stamp)
+            self.last_stamp_ns = stamp if self.last_stamp_ns is None else max(self.last_stamp_ns, stamp)
         fired = timing.add(stamp, receive_ns)
         at = stamp or receive_ns
         role = self._roles.get(topic)
@@ -252,7 +257,9 @@ class EpisodeQuality:
         }
         if self.undecodable:
             metrics['undecodable'] = dict(self.undecodable)
-        return EpisodeReport(findings, metrics, self.first_ns, self.last_ns,
+        stamped = self.first_stamp_ns is not None and self.last_stamp_ns is not None
+        return EpisodeReport(findings, metrics, self.first_stamp_ns if stamped else self.first_ns,
+                             self.last_stamp_ns if stamped else self.last_ns,
                              (times, rows) if len(times) else None, list(motion.names) if motion else [])
 
     def _completeness(self, outcome: str | None, min_episode_s: float) -> list[Finding]:

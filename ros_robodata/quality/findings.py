@@ -11,8 +11,10 @@ SEVERITIES = (INFO, WARN, ERROR)  # info: worth knowing, not a data fault (costs
 
 @dataclass(frozen=True)
 class Finding:
-    """One check that fired. `ranges` are [start, end] header-stamp intervals (ns) where it fired; an
-    episode-level finding (a missing outcome) has none."""
+    """One check that fired. `ranges` are [start, end] header-stamp intervals (ns) where it fired, samples closer
+    than half a second merged into one stretch; `count` is how many samples or frames fired in them. An
+    episode-level finding (a missing outcome) has none. In JSON, `ranges_s` count from the episode's first header
+    stamp, as every time in quality.json and events.json does."""
 
     check: str  # dotted: timing.gap, image.blur, motion.nan, contact.force_spike, completeness.outcome, ...
     severity: str  # info | warn | error
@@ -21,13 +23,13 @@ class Finding:
     value: float = float('nan')  # the worst value seen
     threshold: float = float('nan')  # the limit it crossed
     ranges: tuple[tuple[int, int], ...] = ()
-    count: int = 1  # how many samples (or frames) fired
+    count: int = 1  # how many samples (or frames) fired; `ranges` merges them into stretches (len(ranges) of them)
 
     def to_json(self, episode_start_ns: int | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {'check': self.check, 'severity': self.severity, 'topic': self.topic,
                                'message': self.message, 'value': _number(self.value),
                                'threshold': _number(self.threshold), 'count': self.count,
-                               'ranges_ns': [list(r) for r in self.ranges]}
+                               'stretches': len(self.ranges), 'ranges_ns': [list(r) for r in self.ranges]}
         if episode_start_ns is not None:
             out['ranges_s'] = [[round((a - episode_start_ns) / 1e9, 3), round((b - episode_start_ns) / 1e9, 3)]
                                for a, b in self.ranges]
