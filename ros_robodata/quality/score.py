@@ -37,7 +37,7 @@ class BagScore:
 
 
 def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
-              image_rate_hz: float = 10.0, segment: bool = False, segment_since_ns: int | None = None) -> BagScore:
+              image_rate_hz: float = 0.0, segment: bool = False, segment_since_ns: int | None = None) -> BagScore:
     """Stream one bag through every check (one pass, no message kept); with `segment`, the segmenter reads
     the same pass (from `segment_since_ns`, as `robodata segment` does), so an unsegmented episode is not read
     twice."""
