@@ -12,8 +12,9 @@ excuse means (a collision during a grasp is not flagged as a spike), with a 40 N
 
 A fault counts as detected when a finding of its expected check on its topic has a range overlapping
 [start - 0.1 s, end + 0.6 s] of the fault window (episode stamp time). Targets: recall >= 0.95 for every fault
-kind; false alarms (clean episodes with any finding at all) <= 5%. The checks that fired on clean episodes, and
-the other checks that fired in faulted ones (collateral), are listed so a reader sees what they are.
+kind; false alarms (clean episodes with any warn or error finding; info findings are listed, not counted)
+<= 5%. The checks that fired on clean episodes, and the other checks that fired in faulted ones (collateral), are
+listed so a reader sees what they are.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class FaultKind:
     checks: tuple[str, ...]
     magnitude: float | None = None
     fraction: float = 0.5
+    sim_kind: str = ''  # the simulator's fault kind, when the row's name differs (a short freeze is a freeze)
 
 
 FAULT_KINDS: tuple[FaultKind, ...] = (
@@ -66,6 +68,11 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
     FaultKind('nan', 'joint_states', 0.2, '/joint_states', ('motion.nan',)),
     FaultKind('spike', 'wrench', 0.02, '/wrist/wrench', ('contact.force_spike', 'contact.force_limit')),
     FaultKind('clock_jump', 'joint_states', 0.5, '/joint_states', ('timing.clock_jump',)),
+    # issue 14: a freeze of 5 frames at 30 Hz (the 10 frames/s sampling could never see it), a dark stretch, and
+    # a burst of joint samples the driver re-published
+    FaultKind('freeze_5', 'camera/scene', 5.5 / 30, '/camera/scene/image_raw', ('image.frozen',), sim_kind='freeze'),
+    FaultKind('dark', 'camera/wrist', 1.0, '/camera/wrist/image_raw', ('image.dark',)),
+    FaultKind('repeat', 'joint_states', 1.0, '/joint_states', ('timing.repeated_sample',), fraction=0.3),
 )
 BY_KIND = {k.kind: k for k in FAULT_KINDS}
 # The informative set: a spike placed on a stroke, (magnitude N, the truth event it sits on); 'clear' is the
@@ -162,7 +169,8 @@ def run_job(job: Job, profile_path: str, tmp: str) -> Outcome:
         start, end, placed_on, note = _place(job, duration, strokes)
         window = (start, end)
         magnitude = job.magnitude if job.magnitude is not None else spec.magnitude
-        faults.append(Fault(spec.stream, spec.kind, start, end, fraction=spec.fraction, magnitude=magnitude))
+        faults.append(Fault(spec.stream, spec.sim_kind or spec.kind, start, end, fraction=spec.fraction,
+                            magnitude=magnitude))
     bag = Path(tmp) / f'{job.group}_{job.kind or "clean"}_{job.seed}_{job.mode}'
     truth = write_sim_episode(bag, profile, job.seed, mode=job.mode, cameras=True, lidar=True,
                               image_size=job.image_size, faults=faults)
@@ -280,7 +288,7 @@ def print_detection(outcomes: list[Outcome]) -> list[str]:
 
 def print_false_alarms(clean: list[Outcome]) -> str:
     print(f'\n== false alarms: {len(clean)} clean episode(s), no fault injected ==')
-    alarmed = [o for o in clean if o.findings]
+    alarmed = [o for o in clean if any(f.severity != 'info' for f in o.findings)]  # info is no alarm
     share = len(alarmed) / len(clean) if clean else math.nan
     by_check: dict[str, list[Outcome]] = {}
     for o in clean:

@@ -327,3 +327,25 @@ def test_every_time_in_a_score_counts_from_the_first_header_stamp(tmp_path) -> N
     for finding in data['findings']:
         assert all(a >= 0 for a, _ in finding.get('ranges_s', [])), finding
         assert finding['stretches'] == len(finding['ranges_ns'])
+
+
+@pytest.mark.parametrize('kind, stream, start, end, check, topic', [
+    ('repeat', 'joint_states', 2.0, 3.0, 'timing.repeated_sample', '/joint_states'),
+    ('dark', 'camera/wrist', 2.0, 2.5, 'image.dark', '/camera/wrist/image_raw'),
+    ('freeze', 'camera/scene', 2.0, 2.0 + 5.5 / 30, 'image.frozen', '/camera/scene/image_raw'),
+])
+def test_faults_the_10_fps_sampling_missed_are_found_in_their_window(tmp_path, kind, stream, start, end, check,
+                                                                     topic) -> None:
+    """A camera frozen for 5 frames at 30 Hz, a dark stretch, a burst of re-published joint samples (issue 14)."""
+    from ros_robodata.profile import load_profile
+    from ros_robodata.sim.faults import Fault
+    from ros_robodata.sim.to_bag import write_sim_episode
+
+    profile = load_profile(Path(__file__).resolve().parents[1] / 'config' / 'sim_cell.yaml')
+    bag = tmp_path / 'bag'
+    truth = write_sim_episode(bag, profile, seed=3, max_duration_s=4.0, cameras=True, image_size=(64, 48),
+                              faults=[Fault(stream, kind, start, end, fraction=0.3)])
+    found = [f for f in score_bag(bag, profile).report.findings if f.check == check and f.topic == topic]
+    assert found, [f.check for f in score_bag(bag, profile).report.findings]
+    zero = truth['start_ns']
+    assert any(a <= zero + (end + 0.6) * 1e9 and b >= zero + (start - 0.1) * 1e9 for a, b in found[0].ranges)

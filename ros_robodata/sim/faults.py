@@ -10,7 +10,7 @@ import numpy as np
 
 from ros_robodata.sim.samples import ImageSample, JointSample, Sample, WrenchSample
 
-KINDS = ('blur', 'freeze', 'drop', 'silent', 'nan', 'spike', 'clock_jump')
+KINDS = ('blur', 'freeze', 'drop', 'silent', 'nan', 'spike', 'clock_jump', 'dark', 'repeat')
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class FaultInjector:
         self._rng = rng
         self._last_frame: dict[str, np.ndarray] = {}
         self._frozen: dict[int, np.ndarray] = {}
+        self._last_joints: dict[str, JointSample] = {}
         self.affected = [0] * len(self.faults)
 
     def apply(self, s: Sample) -> Sample | None:
@@ -87,6 +88,8 @@ class FaultInjector:
             out = self._change(i, f, out)
         if isinstance(s.data, ImageSample):
             self._last_frame[s.stream] = s.data.rgb
+        if isinstance(s.data, JointSample):
+            self._last_joints[s.stream] = s.data
         return out
 
     def _change(self, i: int, f: Fault, s: Sample) -> Sample:
@@ -108,6 +111,14 @@ class FaultInjector:
             pos[0] = np.nan
             s = copy.copy(s)
             s.data = JointSample(d.names, pos, d.velocity, d.effort)
+        elif f.kind == 'dark' and isinstance(d, ImageSample):  # a lamp went off, the exposure did not follow
+            s = copy.copy(s)
+            s.data = ImageSample((d.rgb.astype(np.float32) * 0.08).astype(np.uint8), d.frame_id)
+        elif (f.kind == 'repeat' and isinstance(d, JointSample) and s.stream in self._last_joints
+              and self._rng.random() < f.fraction):  # the driver re-publishes its previous sample, new stamp
+            previous = self._last_joints[s.stream]
+            s = copy.copy(s)
+            s.data = JointSample(d.names, previous.position.copy(), previous.velocity.copy(), previous.effort.copy())
         elif f.kind == 'spike' and isinstance(d, WrenchSample):
             s = copy.copy(s)
             s.data = WrenchSample(d.force + np.array([mag, 0.0, 0.5 * mag]), d.torque + 0.05 * mag, d.frame_id)
