@@ -99,8 +99,10 @@ class EpisodeQuality:
             self._stamped[spec.topic] = spec.type in store.fielddefs and starts_with_header(spec.type, store)
         # A rig without an arm (a capture studio, a vehicle) has no joint states: no motion or sync checks.
         self.joint_topic = t.joint_states.topic if t.joint_states is not None else None
+        gripper_joint = [t.gripper.joint] if t.gripper is not None and t.gripper.topic == self.joint_topic else []
         self.motion = JointMotion(self.joint_topic, profile.robot.arm_joints or None,
-                                  MotionLimits(max_idle_s=q.max_idle_s)) if self.joint_topic else None
+                                  MotionLimits(max_idle_s=q.max_idle_s),
+                                  not_stuck=gripper_joint) if self.joint_topic else None
         # A leader arm's (or any JointState) command: a joint that stays put while commanded to move is stuck.
         self._command_topic = (t.actions.topic if t.actions is not None and t.actions.type == JOINT_STATE
                                and self.motion is not None and t.actions.topic != self.joint_topic else None)

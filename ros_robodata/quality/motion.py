@@ -45,7 +45,8 @@ class MotionLimits:
     idle_speed: float = 0.01  # joint speed (rad/s or m/s) below which a joint is still
     idle_after_s: float = 3.0  # everything still this long is idle time
     stuck_after_s: float = 2.0  # a joint whose command moved while it reported the bit-identical value this long
-    stuck_command_travel: float = 0.05  # ... by at least this much (rad or m) is stuck
+    stuck_command_travel: float = 0.05  # ... by at least this much (in the joint's units) ...
+    stuck_command_share: float = 0.25  # ... and by this share of all the command did for that joint in the episode
     limit_margin: float = 1e-3  # tolerance beyond a URDF limit
     velocity_jump_sigmas: float = 20.0  # a speed change this many typical changes (while moving) in one sample ...
     min_velocity_jump: float = 0.5  # ... and at least this much (rad/s or m/s) ...
@@ -87,7 +88,7 @@ class JointMotion:
     """Streaming motion checks over the arm joints of sensor_msgs/JointState messages."""
 
     def __init__(self, topic: str, joints: Sequence[str] | None, limits: MotionLimits = MotionLimits(),
-                 joint_limits: dict[str, JointLimit] | None = None) -> None:
+                 joint_limits: dict[str, JointLimit] | None = None, not_stuck: Sequence[str] = ()) -> None:
         self.topic = topic
         self.wanted = list(joints) if joints else None
         self.limits = limits
@@ -114,6 +115,8 @@ class JointMotion:
         self._stuck: dict[str, Ranges] = {}
         self._stuck_travel: dict[str, float] = {}
         self._commands: dict[str, list[tuple[int, float]]] = {}
+        self._command_range: dict[str, tuple[float, float]] = {}  # what the command did per joint, all episode
+        self._not_stuck = set(not_stuck)  # a gripper joint: an object holds it where its command is not
         self._first_q: list[float] | None = None
         self._changed: list[bool] = []
         self._travel: list[float] = []
@@ -245,6 +248,8 @@ class JointMotion:
                 continue
             history = self._commands.setdefault(str(name), [])
             history.append((stamp_ns, float(value)))
+            low, high = self._command_range.get(str(name), (float(value), float(value)))
+            self._command_range[str(name)] = (min(low, float(value)), max(high, float(value)))
             if len(history) > 64 and history[0][0] < horizon:
                 del history[:len(history) // 2]
 
@@ -272,7 +277,8 @@ class JointMotion:
                 self._same_since[i] = since_ns
             elif stamp_ns - since > stuck_ns:
                 travel = self._command_travel(name, since, stamp_ns)
-                if travel > self.limits.stuck_command_travel:  # commanded to move, reported the same value
+                if travel > self.limits.stuck_command_travel and name not in self._not_stuck:
+                    # commanded to move, reported the same value (judged against the whole episode at the end)
                     self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
                     self._stuck_travel[name] = max(self._stuck_travel.get(name, 0.0), travel)
 
@@ -362,6 +368,9 @@ class JointMotion:
                                     f'{topic}: joint speed jumped by up to {worst:.3g} in one sample, beyond the '
                                     f'task\'s own motion: {", ".join(causes)}', self.jump_limit))
         for name, ranges in sorted(self._stuck.items()):
+            low, high = self._command_range.get(name, (0.0, 0.0))
+            if self._stuck_travel[name] < self.limits.stuck_command_share * (high - low):
+                continue  # a twitch of the leader next to what the operator did with that joint: a deadband
             out.append(ranges.finding('motion.stuck_joint', WARN, topic, f'{name} reported the same value for '
                                       f'{ranges.worst:.1f} s while its command moved by '
                                       f'{self._stuck_travel[name]:.3g} (a dead encoder or a blocked joint?)',

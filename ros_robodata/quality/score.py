@@ -289,7 +289,8 @@ def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict]
         verdict = evaluate_success(episode_events, end_ns=s.report.end_ns,
                                    gripper_opening_at_end=openings.get(episode_id), tool_height=height,
                                    criteria=profile.success,
-                                   operator_outcome=s.outcome if episode_id in labelled else 'unknown')
+                                   operator_outcome=s.outcome if episode_id in labelled else 'unknown',
+                                   lift_sensed=profile.topics.wrench is not None)
         s.success = {'success': verdict.success, 'disagrees': verdict.disagrees, 'message': verdict.message,
                      'criteria': [{'name': c.name, 'passed': c.passed, 'detail': c.detail} for c in verdict.criteria]}
         if verdict.disagrees:

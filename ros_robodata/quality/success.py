@@ -63,19 +63,22 @@ class _Ev:
 
 def evaluate_success(events: list[dict], *, end_ns: int, gripper_opening_at_end: float | None,
                      tool_height: tuple[np.ndarray, np.ndarray] | None, criteria: Success,
-                     operator_outcome: str) -> SuccessVerdict:
+                     operator_outcome: str, lift_sensed: bool = True) -> SuccessVerdict:
     """Check the profile's success criteria on one episode and compare the verdict with the operator's label.
 
     `events` are events.json entries ('kind', 't_ns'; 't_s' is used in the details when present). `end_ns` is
     the episode's end: a grasp with no release is held until then. `gripper_opening_at_end` is 0 (closed) to
     1 (open) in stroke units; `tool_height` is (stamps in ns, heights in m) of the tool, up to a constant.
     Criteria the profile does not ask for (lift_height_m null, gripper_open_at_end false) are left out.
+    `lift_sensed`: the rig records what a lift event needs (the wrist wrench); without it, "lift held" is not
+    evaluated rather than failed.
     """
     label = _label(operator_outcome)
     evs = _parse(events)
     grasp = _held_grasp(evs, end_ns)
     failure = _failure_check(evs)
-    checks = [_grasp_before_release(evs), _lift_held(grasp, criteria.hold_s, sum(e.kind == GRASP for e in evs))]
+    checks = [_grasp_before_release(evs),
+              _lift_held(grasp, criteria.hold_s, sum(e.kind == GRASP for e in evs), lift_sensed)]
     if criteria.lift_height_m is not None:
         checks.append(_lift_height(grasp, tool_height, criteria.lift_height_m))
     if criteria.gripper_open_at_end:
@@ -165,11 +168,14 @@ def _grasp_before_release(evs: list[_Ev]) -> Criterion:
     return Criterion(name, True, f'released{_at(release)}, {held:.1f} s after the last grasp')
 
 
-def _lift_held(grasp: _Grasp | None, hold_s: float, grasps: int) -> Criterion:
+def _lift_held(grasp: _Grasp | None, hold_s: float, grasps: int, lift_sensed: bool = True) -> Criterion:
     name = 'lift_held'
     if grasp is None:
         why = f'all {grasps} grasp(s) failed' if grasps else 'there was no grasp'
         return Criterion(name, False, f'no grasp held: {why}')
+    if grasp.lift is None and not lift_sensed:
+        return Criterion(name, None, 'not evaluated: a lift is read from the wrist wrench, which this rig does not '
+                                     'record')
     if grasp.lift is None:
         return Criterion(name, False, f'no lift during the grasp{_at(grasp.grasp)}')
     held = (grasp.end_ns - grasp.lift.t_ns) / 1e9
