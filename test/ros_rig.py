@@ -116,3 +116,4 @@ def client(domain: int) -> Iterator[Client]:
         yield c
     finally:
         c.close()
+

@@ -571,7 +571,8 @@ def test_sigterm_stops_an_offline_command_without_leaving_temporary_files(tmp_pa
         time.sleep(delay)
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
-        assert process.returncode in (0, 130), err
+        # 130: stopped as Ctrl-C would; 0: done before the signal; -SIGTERM: still starting Python (nothing written)
+        assert process.returncode in (0, 130, -signal.SIGTERM), err
         assert 'Traceback' not in out + err
         assert not list(root.rglob('.*.tmp'))
         if process.returncode == 130:

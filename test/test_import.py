@@ -30,6 +30,7 @@ from ros_robodata.dataset.importer import ImportOptions, import_recording
 from ros_robodata.dataset.sources import content_id, find_recordings
 from ros_robodata.dataset.staging import import_lock
 from ros_robodata.dataset.watch import Watcher
+from test.processes import signal_state
 from test.real_data import real_data
 from test.rig_logs import (
     LOG_TOPICS,
@@ -631,7 +632,10 @@ def test_watch_from_the_command_line_stops_cleanly_on_ctrl_c(tmp_path: Path) -> 
             time.sleep(0.1)
         time.sleep(0.5)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f'no exit 30 s after Ctrl-C: {signal_state(process.pid)}') from None
     finally:
         process.kill()
     assert process.returncode == 0, err

@@ -31,6 +31,7 @@ from ros_robodata.record.keys_screen import (
     format_duration,
     redraw,
 )
+from test.processes import signal_state
 from test.ros_rig import new_domain, stop_process
 from test.ros_rig import ros_env as rig_env
 
@@ -446,7 +447,11 @@ def test_keys_on_a_terminal_use_cbreak_mode_and_restore_it(how):
         else:
             time.sleep(0.5)
             keys.send_signal(signal.SIGINT)
-        assert keys.wait(10) == (0 if how == 'q' else 130)
+        try:
+            code = keys.wait(10)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f'keys did not exit: {signal_state(keys.pid)}') from None
+        assert code == (0 if how == 'q' else 130)
         while select.select([master], [], [], 0.1)[0]:
             seen += os.read(master, 4096)
         assert b'not available yet: toggle ignored' in seen

@@ -86,6 +86,9 @@ def _stop_on_sigterm() -> Any:
     worker process forked from here falls back to the default (the parent stops it)."""
     if threading.current_thread() is not threading.main_thread():
         return None
+    # A signal mask inherited blocked (from a parent's thread that had them blocked) would hold Ctrl-C and kill
+    # pending forever: a command is always stoppable.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     owner = os.getpid()
 
     def interrupt(signum: int, _frame: object) -> None:
