@@ -6,6 +6,7 @@ Demo datasets (used by test_dataset.py and test_cli.py): `sim_cell_profile_path`
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,16 @@ from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.dataset import Dataset, Episode
 from ros_robodata.profile import load_profile
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests press Ctrl-C on the commands they start, as a user at a terminal does. A suite started in the
+    background of a script (`make test &`, nohup) inherits SIGINT and SIGQUIT ignored, and every child would too:
+    Python then installs no KeyboardInterrupt, and a command under test waits forever for a Ctrl-C it never gets.
+    The suite runs as if in the foreground."""
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(sig) is signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
 
 # -- demo datasets ---------------------------------------------------------------------------------
 
