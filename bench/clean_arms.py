@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -20,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ros_robodata.bag.types import typestore  # noqa: E402
+from ros_robodata.bag.types import header, typestore  # noqa: E402
 from ros_robodata.bag.writer import BagWriter  # noqa: E402
 from ros_robodata.profile import Profile, profile_from_dict  # noqa: E402
 
@@ -94,9 +93,7 @@ def write_industrial_arm(path: Path, seed: int) -> Path:
     with BagWriter(path) as writer:
         writer.add_topic(TOPIC, 'sensor_msgs/msg/JointState')
         for stamp, row in zip(stamps, positions, strict=True):
-            header: Any = types['std_msgs/msg/Header'](
-                stamp=types['builtin_interfaces/msg/Time'](sec=stamp // 10**9, nanosec=stamp % 10**9), frame_id='')
             writer.write_message(TOPIC, stamp + 3_000_000, types['sensor_msgs/msg/JointState'](
-                header=header, name=JOINTS, position=np.asarray(row, dtype=np.float64), velocity=empty,
+                header=header(stamp), name=JOINTS, position=np.asarray(row, dtype=np.float64), velocity=empty,
                 effort=empty))
     return path

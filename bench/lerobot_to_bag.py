@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ros_robodata.bag.types import typestore  # noqa: E402
+from ros_robodata.bag.types import header, typestore  # noqa: E402
 from ros_robodata.bag.writer import BagWriter  # noqa: E402
 
 STATE_TOPIC, ACTION_TOPIC = '/observation/state', '/action'
@@ -78,12 +78,9 @@ def convert(root: Path, out: Path) -> list[Path]:
             for i, t_s in enumerate(ep['t']):
                 stamp = EPOCH_NS + k * 3_600_000_000_000 + round(float(t_s) * 1e9)
                 for topic, values in ((STATE_TOPIC, ep['state'][i]), (ACTION_TOPIC, ep['action'][i])):
-                    header = types['std_msgs/msg/Header'](
-                        stamp=types['builtin_interfaces/msg/Time'](sec=stamp // 10**9, nanosec=stamp % 10**9),
-                        frame_id='')
                     empty = np.array([], dtype=np.float64)
                     writer.write_message(topic, stamp, types['sensor_msgs/msg/JointState'](
-                        header=header, name=names[topic], position=values, velocity=empty, effort=empty))
+                        header=header(stamp), name=names[topic], position=values, velocity=empty, effort=empty))
         bags.append(bag)
     return bags
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ros_robodata.events.segmenter import COMMAND, GRIPPER, WRENCH, Segmenter
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.signals.samples import GripperReading, WrenchReading
 
@@ -255,3 +256,16 @@ def compliant(seed: int, scenario: str) -> RigEpisode:
 
 
 FAMILIES = {'leader_follower': leader_follower, 'compliant': compliant}
+
+
+def segment(ep: RigEpisode, *, use_gripper: bool = True, use_wrench: bool = True, command: bool = True
+            ) -> Segmenter:
+    """The episode through the Segmenter as a bag would go (its rig's profile, roles, stamp order), finished."""
+    seg = Segmenter(profile(ep.family, command=command), use_gripper=use_gripper, use_wrench=use_wrench)
+    feed = sorted([(r.stamp_ns, 0, GRIPPER, r) for r in ep.gripper] + [(r.stamp_ns, 1, COMMAND, r) for r in ep.command]
+                  + [(r.stamp_ns, 2, WRENCH, r) for r in ep.wrench], key=lambda item: item[:2])
+    for stamp, _, role, reading in feed:
+        if role in seg.sources:
+            seg.add(role, reading, stamp)
+    seg.finish()
+    return seg

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import rig_families  # bench/, beside this script
@@ -41,10 +40,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.events.detector import EventDetector, SegmenterSettings
 from ros_robodata.events.offline import segment_bag
-from ros_robodata.events.segmenter import COMMAND as COMMAND_ROLE
-from ros_robodata.events.segmenter import GRIPPER as GRIPPER_ROLE
-from ros_robodata.events.segmenter import WRENCH as WRENCH_ROLE
-from ros_robodata.events.segmenter import Segmenter, settings_from_profile
+from ros_robodata.events.segmenter import settings_from_profile
 from ros_robodata.signals.samples import GripperReading, WrenchReading, gripper_reading, wrench_reading
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
@@ -383,20 +379,6 @@ RIG_CONFIGS: dict[str, dict[str, tuple[bool, bool, bool]]] = {
 RIG_TARGET_CONFIGS = {'leader_follower': ('gripper only',), 'compliant': ('gripper+wrench', 'gripper only')}
 
 
-def run_rig(ep: Any, use_gripper: bool, use_wrench: bool, command: bool) -> tuple[list[tuple[int, str]], list[str]]:
-    """The episode through the Segmenter as a bag would go (profile, roles, stamp order); (events, warnings)."""
-    seg = Segmenter(rig_families.profile(ep.family, command=command), use_gripper=use_gripper,
-                    use_wrench=use_wrench)
-    feed = sorted([(r.stamp_ns, 0, GRIPPER_ROLE, r) for r in ep.gripper]
-                  + [(r.stamp_ns, 1, COMMAND_ROLE, r) for r in ep.command]
-                  + [(r.stamp_ns, 2, WRENCH_ROLE, r) for r in ep.wrench], key=lambda item: item[:2])
-    for stamp, _, role, reading in feed:
-        if role in seg.sources:
-            seg.add(role, reading, stamp)
-    seg.finish()
-    return [(e.stamp_ns, e.kind) for e in seg.detector.events], seg.detector.warnings()
-
-
 def rig_accuracy(seeds: int) -> list[str]:
     """Every family x scenario x seed through every config: per kind TP/FP/FN, F1 and median timing error."""
     verdicts: list[str] = []
@@ -410,8 +392,9 @@ def rig_accuracy(seeds: int) -> list[str]:
             normal_collisions = 0
             warned = 0
             for ep in episodes:
-                events, warnings = run_rig(ep, use_gripper, use_wrench, command)
-                warned += bool(warnings)
+                seg = rig_families.segment(ep, use_gripper=use_gripper, use_wrench=use_wrench, command=command)
+                events = [(e.stamp_ns, e.kind) for e in seg.detector.events]
+                warned += bool(seg.detector.warnings())
                 for kind in RIG_KINDS:
                     truth = sorted(t for t, k in ep.truth if k in RIG_TRUTH[kind])
                     found = sorted(t for t, k in events if k == kind)

@@ -103,6 +103,16 @@ class Client:
         while time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.05)
 
+    def wait_subscribed(self, publishers: Any, process: subprocess.Popen, log: Path, who: str, *,
+                        subscribers: int = 1, timeout: float = 30.0) -> None:
+        """Spin until every publisher has `subscribers` subscriptions: the process under test (`who`, its log
+        quoted on failure) found them; it must not have exited meanwhile."""
+        deadline = time.monotonic() + timeout
+        while not all(p.get_subscription_count() >= subscribers for p in publishers):
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f'{who} never subscribed: ' + log.read_text()
+            self.spin_for(0.1)
+
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()

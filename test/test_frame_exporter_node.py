@@ -53,12 +53,8 @@ def test_frames_are_exported_live_per_episode(tmp_path: Path) -> None:
             with BagReader(bag) as reader:
                 topics = {name: info.msgtype for name, info in reader.topics.items() if info.msgtype in kinds}
             publishers = {t: c.node.create_publisher(kinds[m], t, qos) for t, m in topics.items()}
-            deadline = time.monotonic() + 30
             wanted = [profile.topics.cameras[0].topic, profile.topics.lidars[0].topic]
-            while not all(publishers[t].get_subscription_count() for t in wanted):
-                assert node.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, 'the exporter never subscribed: ' + log.read_text()
-                c.spin_for(0.1)
+            c.wait_subscribed([publishers[t] for t in wanted], node, log, 'the exporter')
 
             def episode(episode_id: str, end: int) -> None:
                 events.publish(EpisodeEvent(event=EpisodeEvent.START, episode_id=episode_id, task='pick'))

@@ -45,11 +45,7 @@ def test_monitor_reports_faults_live_and_silence_after(tmp_path: Path) -> None:
             kinds = {profile.topics.joint_states.topic: JointState, profile.topics.gripper.topic: JointState,
                      profile.topics.wrench.topic: WrenchStamped}
             publishers = {topic: c.node.create_publisher(kind, topic, qos) for topic, kind in kinds.items()}
-            deadline = time.monotonic() + 30
-            while not all(p.get_subscription_count() for p in publishers.values()):
-                assert monitor.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, 'the monitor never subscribed: ' + log.read_text()
-                c.spin_for(0.1)
+            c.wait_subscribed(publishers.values(), monitor, log, 'the monitor')
             with BagReader(bag) as reader:  # replayed at twice real time, in the bag's order
                 wall0, first = time.monotonic(), None
                 for message in reader.messages(list(publishers)):

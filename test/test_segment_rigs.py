@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import yaml
 
-from ros_robodata.bag.types import typestore
+from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.cli.main import main
 from ros_robodata.errors import ProfileError
-from ros_robodata.events.segmenter import COMMAND, GRIPPER, WRENCH, Segmenter
+from ros_robodata.events.segmenter import Segmenter
 from ros_robodata.profile import load_profile, profile_from_dict
 from ros_robodata.vocabulary import COLLISION, CONTACT, GRASP, GRASP_FAILED, RELEASE
 
@@ -44,17 +44,6 @@ def _bench_module(name: str) -> ModuleType:
 rigs = _bench_module('rig_families')
 
 
-def _run(ep: Any, *, use_wrench: bool = True, command: bool = True) -> Segmenter:
-    seg = Segmenter(rigs.profile(ep.family, command=command), use_wrench=use_wrench)
-    feed = sorted([(r.stamp_ns, 0, GRIPPER, r) for r in ep.gripper] + [(r.stamp_ns, 1, COMMAND, r) for r in ep.command]
-                  + [(r.stamp_ns, 2, WRENCH, r) for r in ep.wrench], key=lambda item: item[:2])
-    for stamp, _, role, reading in feed:
-        if role in seg.sources:
-            seg.add(role, reading, stamp)
-    seg.finish()
-    return seg
-
-
 def _unmatched(ep: Any, seg: Segmenter, kinds: tuple[str, ...]) -> list[str]:
     """Per kind, truth and found stamps that do not pair up within 50 ms (empty: every event right)."""
     out = []
@@ -72,24 +61,24 @@ def test_each_rig_finds_what_happened_within_50_ms(family: str, scenario: str) -
     kinds = (GRASP, CONTACT, RELEASE, GRASP_FAILED) + ((COLLISION,) if family == 'compliant' else ())
     for seed in range(3):
         ep = rigs.FAMILIES[family](seed, scenario)
-        seg = _run(ep)
+        seg = rigs.segment(ep)
         assert _unmatched(ep, seg, kinds) == [], (family, scenario, seed)
         if family == 'compliant':  # the fingers alone find the same grasps (fusion never worse)
-            assert _unmatched(ep, _run(ep, use_wrench=False), (GRASP, CONTACT, RELEASE, GRASP_FAILED)) == []
+            assert _unmatched(ep, rigs.segment(ep, use_wrench=False), (GRASP, CONTACT, RELEASE, GRASP_FAILED)) == []
 
 
 def test_a_place_that_unloads_the_wrist_before_the_fingers_open_is_a_release_not_a_slip() -> None:
     for seed in range(4):
         ep = rigs.compliant(seed, 'success')
         for command in (True, False):
-            kinds = [e.kind for e in _run(ep, command=command).detector.events]
+            kinds = [e.kind for e in rigs.segment(ep, command=command).detector.events]
             assert RELEASE in kinds and GRASP_FAILED not in kinds, (seed, command, kinds)
 
 
 def test_a_zero_filled_velocity_is_replaced_by_the_positions_and_said() -> None:
     ep = rigs.leader_follower(0, 'success')  # even seeds carry a velocity array of zeros
     assert all(r.velocity == 0.0 for r in ep.gripper)
-    seg = _run(ep)
+    seg = rigs.segment(ep)
     assert [e.kind for e in seg.detector.events if e.kind in (GRASP, RELEASE)] == [GRASP, RELEASE]
     said = seg.result().inputs
     assert any('positions and stamps' in line and 'all zeros' in line for line in said), said
@@ -106,7 +95,7 @@ def test_a_velocity_in_another_unit_is_dropped_for_the_positions() -> None:
     for factor, says in ((57.3, 'sign or unit'), (-1.0, 'sign or unit')):
         ep = replace(base, gripper=[replace(r, velocity=float(factor * v)) for r, v in zip(base.gripper, speed,
                                                                                             strict=True)])
-        seg = _run(ep)
+        seg = rigs.segment(ep)
         assert _unmatched(ep, seg, (GRASP, CONTACT, RELEASE)) == [], factor
         assert any(says in line for line in seg.result().inputs), seg.result().inputs
 
@@ -117,8 +106,8 @@ def test_the_command_tells_a_staged_close_from_contact(pause_s: float) -> None:
     second to be contact: shorter pauses are waited out, a longer one is the limit that remains."""
     for seed in range(4):
         ep = rigs.leader_follower(seed, 'staged', pause_s=pause_s)
-        assert _unmatched(ep, _run(ep), (CONTACT, GRASP)) == [], seed
-        fingers_alone = _unmatched(ep, _run(ep, command=False), (CONTACT,))
+        assert _unmatched(ep, rigs.segment(ep), (CONTACT, GRASP)) == [], seed
+        fingers_alone = _unmatched(ep, rigs.segment(ep, command=False), (CONTACT,))
         assert (fingers_alone == []) == (pause_s < 1.0), (seed, fingers_alone)
 
 
@@ -131,11 +120,6 @@ def _write_bag(ep: Any, path: Path) -> None:
     profile = rigs.profile(ep.family)
     gripper = profile.topics.gripper
     command = gripper.command
-
-    def header(ns: int, frame: str = '') -> Any:
-        return types['std_msgs/msg/Header'](stamp=types['builtin_interfaces/msg/Time'](sec=ns // 10**9,
-                                                                                       nanosec=ns % 10**9),
-                                            frame_id=frame)
 
     def joint_state(ns: int, name: str, position: float, velocity: float = math.nan) -> Any:
         empty = np.array([], dtype=np.float64)

@@ -50,11 +50,7 @@ def test_live_segmenter_matches_offline_on_the_same_bag(tmp_path: Path) -> None:
                                                                                 profile.topics.gripper.topic, qos),
                           profile.topics.wrench.topic: c.node.create_publisher(WrenchStamped,
                                                                                profile.topics.wrench.topic, qos)}
-            deadline = time.monotonic() + 30
-            while not all(p.get_subscription_count() for p in publishers.values()):
-                assert node.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, 'the segmenter never subscribed: ' + log.read_text()
-                c.spin_for(0.1)
+            c.wait_subscribed(publishers.values(), node, log, 'the segmenter')
             # Replay the bag's bytes in its order, several times faster than real time.
             with BagReader(bag) as reader:
                 for i, message in enumerate(reader.messages(list(publishers))):
@@ -132,11 +128,7 @@ def test_a_live_segmenter_reads_a_float64_trigger_as_the_gripper_command(tmp_pat
             qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
             classes = {'/gripper/joint_states': JointState, '/ft/wrench': WrenchStamped, '/gripper/trigger': Float64}
             publishers = {topic: c.node.create_publisher(cls, topic, qos) for topic, cls in classes.items()}
-            deadline = time.monotonic() + 30
-            while not all(p.get_subscription_count() for p in publishers.values()):
-                assert node.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, 'the segmenter never subscribed: ' + log.read_text()
-                c.spin_for(0.1)
+            c.wait_subscribed(publishers.values(), node, log, 'the segmenter')
             start = time.monotonic()
             with BagReader(bag) as reader:  # in real time, so receive times stay near the stamps
                 first = None

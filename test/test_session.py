@@ -40,12 +40,8 @@ def test_session_records_the_live_segment_events_into_the_episode(tmp_path: Path
             publishers = {spec.topic: c.node.create_publisher(kind, spec.topic, qos)
                           for spec, kind in ((profile.topics.gripper, JointState),
                                              (profile.topics.wrench, WrenchStamped))}
-            deadline = time.monotonic() + 30
             # Recorder and segmenter both subscribe to each.
-            while not all(p.get_subscription_count() >= 2 for p in publishers.values()):
-                assert session.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, 'the session never subscribed: ' + log.read_text()
-                c.spin_for(0.1)
+            c.wait_subscribed(publishers.values(), session, log, 'the session', subscribers=2)
             episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
             with BagReader(replay) as reader:
                 for i, message in enumerate(reader.messages(list(publishers))):

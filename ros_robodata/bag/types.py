@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -51,3 +52,10 @@ def typestore() -> Typestore:
         types.update(get_types_from_msg(text, name))
     store.register(types)
     return store
+
+
+def header(stamp_ns: int, frame_id: str = '') -> Any:
+    """A std_msgs/Header for a stamp in nanoseconds, for messages written into bags."""
+    types = typestore().types
+    return types['std_msgs/msg/Header'](
+        stamp=types['builtin_interfaces/msg/Time'](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9), frame_id=frame_id)

@@ -245,7 +245,7 @@ class EventDetector:
         self._x_range = (min(x, self._x_range[0]), max(x, self._x_range[1])) if self._x_range else (x, x)
         if last is not None:
             period = r.stamp_ns - last[0]
-            typical = float(np.median(self._g_periods)) if self._g_periods else period
+            typical = self._period_ns() if self._g_periods else period
             self._g_periods.append(period)
             if period > 5 * typical:  # a gap in the stream: the jump across it is not motion we saw
                 self._x_noise.reset_last()
@@ -316,8 +316,7 @@ class EventDetector:
                 if self._state == _SLIPPED:  # still rubbing on the falling object when the fingers opened
                     start = self._onset(t, x, v, self._fail_x, last)
                     self._emit(out, CONTACT_LOST, start, t, 0.8, [Evidence('gripper.opening', x, self._fail_x + m)])
-                self._state, self._grasp, self._still = _IDLE, None, 0
-                self._opening_since = self._opened_ns = t
+                self._to_idle(opened_at=t)
             return
 
         assert g is not None
@@ -341,35 +340,28 @@ class EventDetector:
             if math.isnan(g.stop_x):
                 g.stop_x = x  # where the fingers stopped (they may creep on under the squeeze)
             if not g.announced:  # a twitch of the fingers, not a stroke
-                self._state, self._grasp, self._still = _IDLE, None, 0
+                self._to_idle()
                 return
             if g.contact_ns is not None and x > g.stall_x - m:  # settling after the first stop: keep it
                 self._state = _GRIPPING
                 return
-            press = self._command.pressing(x, t) if self._command is not None and self._command.fresh(t) else None
-            if self._command is not None and self._command.fresh(t) and press is None:
-                # The command stands where the fingers stopped: a staged close paused, or the operator letting go
-                # (the fingers then open past where they paused).
-                g.pause_x, g.press_since = min(g.pause_x, x), None
-                if x > g.pause_x + m:
-                    self._state, self._grasp, self._still = _IDLE, None, 0
-                    self._opening_since = self._opened_ns = t
-                return
+            commanded = self._command is not None and self._command.fresh(t)
+            press = self._command.pressing(x, t) if commanded else None  # type: ignore[union-attr]
             if press is not None:  # a follower answers its leader late: the press must outlast that lag
                 g.press_since = g.press_since if g.press_since is not None else t
                 if t - g.press_since < PRESS_HOLD_S * 1e9:
                     return
-            elif self._command is None and not self._squeezing(g, effort) and not self._wrench_agrees(
-                    g.moving[0] if g.moving is not None else t, t)[1]:
-                # Nothing but the fingers' position says whether they met something or the operator paused a
-                # staged close: a stop becomes contact once it has lasted longer than such pauses do.
+            elif commanded or (self._command is None and not self._squeezing(g, effort) and not self._wrench_agrees(
+                    g.moving[0] if g.moving is not None else t, t)[1]):
+                # A stop that may be a pause in a staged close: the command stands where the fingers are, or
+                # nothing but their position speaks (then a stop lasting longer than such pauses is contact). The
+                # fingers opening past where they paused is the operator letting go: no grasp after all.
+                g.press_since, g.pause_x = None, min(g.pause_x, x)
                 g.stopped_since = g.stopped_since if g.stopped_since is not None else t
-                g.pause_x = min(g.pause_x, x)
-                if x > g.pause_x + m:  # opened again from the pause: no grasp after all
-                    self._state, self._grasp, self._still = _IDLE, None, 0
-                    self._opening_since = self._opened_ns = t
+                if x > g.pause_x + m:
+                    self._to_idle(opened_at=t)
                     return
-                if t - g.stopped_since < PAUSE_CONFIRM_S * 1e9:
+                if commanded or t - g.stopped_since < PAUSE_CONFIRM_S * 1e9:
                     return
             # The fingers stopped short of closed: they met something. Contact happened where the stroke, at
             # the speed it last had, reached the place the fingers stopped.
@@ -388,7 +380,7 @@ class EventDetector:
             if hold is not None and math.isfinite(effort):
                 evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
                 if effort - self._e_idle < hold:  # stopped without squeezing: the operator let go of the key
-                    self._state, self._grasp, self._still = _IDLE, None, 0
+                    self._to_idle()
                     return
             if g.contact_ns is None:
                 g.contact_ns = contact
@@ -409,8 +401,7 @@ class EventDetector:
                 return
             if opening and x > g.stall_x + 2 * m:  # opened again before it ever settled: a touch, not a grasp
                 self._emit(out, CONTACT_LOST, t, t, 0.7, [ev_v])
-                self._state, self._grasp, self._still = _IDLE, None, 0
-                self._opening_since = self._opened_ns = t
+                self._to_idle(opened_at=t)
                 return
             g.confirmed, g.ref_x = True, x
             evidence = [ev_x]
@@ -449,8 +440,7 @@ class EventDetector:
                 else:
                     self._emit(out, RELEASE, start, t, 0.95 if opening else 0.8, [ev_open, ev_v])
                 self._emit(out, CONTACT_LOST, start, t, 0.9, [ev_open])
-                self._state, self._grasp, self._still = _IDLE, None, 0
-                self._opening_since = self._opened_ns = start
+                self._to_idle(opened_at=start)
                 return
             if abs(v) <= vt:
                 g.ref_x = x
@@ -460,6 +450,12 @@ class EventDetector:
                 if loosened and not g.loosened:
                     g.loosened_ns = t
                 g.loosened = loosened
+
+    def _to_idle(self, opened_at: int | None = None) -> None:
+        """The attempt is over; `opened_at`: the fingers started opening then (a release, a reopened miss)."""
+        self._state, self._grasp, self._still = _IDLE, None, 0
+        if opened_at is not None:
+            self._opening_since = self._opened_ns = opened_at
 
     def _squeezing(self, g: _Grasp, effort: float) -> bool:
         """The effort signal says the fingers squeeze something (None of that when effort is not reported)."""

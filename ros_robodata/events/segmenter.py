@@ -78,7 +78,7 @@ class Segmenter:
         if self.settings.use_wrench and t.wrench is not None:
             self._route(t.wrench.topic, WRENCH)
         self.joints_seen: list[str] = []  # the names in the gripper topic's JointState, when it lacks the joint
-        self._order = StampOrder(sorted({role for roles in self.topics.values() for role in roles}))
+        self._order = StampOrder(self.sources)
 
     def _route(self, topic: str, role: str) -> None:
         self.topics[topic] = (*self.topics.get(topic, ()), role)

@@ -10,7 +10,7 @@ import math
 import struct
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,7 +116,7 @@ class EpisodeQuality:
         self._last_frame: dict[str, int] = {}
         self._image_pool: ThreadPoolExecutor | None = None
         self._image_slots = threading.BoundedSemaphore(32)  # frames decoded ahead at most (memory bound)
-        self._image_jobs: list[Future[None]] = []
+        self._image_error: BaseException | None = None  # a check's own bug, raised at flush_images
         if images and t.cameras:
             from ros_robodata.quality.images import CameraWatch, ImageLimits
 
@@ -234,9 +234,7 @@ class EpisodeQuality:
         if self._image_pool is None:
             self._image_pool = ThreadPoolExecutor(1, thread_name_prefix='robodata-images')
         self._image_slots.acquire()
-        self._image_jobs.append(self._image_pool.submit(self._check_frame, topic, stamp, decode))
-        if len(self._image_jobs) > 256:
-            self._image_jobs = [job for job in self._image_jobs if not job.done()]
+        self._image_pool.submit(self._check_frame, topic, stamp, decode)
 
     def _check_frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> None:
         try:
@@ -246,6 +244,8 @@ class EpisodeQuality:
                 self.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
                 return
             self.cameras[topic].add(stamp, pixels)
+        except Exception as err:
+            self._image_error = self._image_error or err
         finally:
             self._image_slots.release()
 
@@ -254,9 +254,9 @@ class EpisodeQuality:
         pool, self._image_pool = self._image_pool, None
         if pool is not None:
             pool.shutdown(wait=True)
-            jobs, self._image_jobs = self._image_jobs, []
-            for job in jobs:
-                job.result()
+        error, self._image_error = self._image_error, None
+        if error is not None:
+            raise error
 
     def report(self, *, outcome: str | None = None, min_episode_s: float = 1.0) -> EpisodeReport:
         """Findings and metrics so far; `outcome` (the operator's label) adds the completeness check of it."""

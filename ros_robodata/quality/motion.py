@@ -102,7 +102,7 @@ class JointMotion:
         self._beyond = Ranges()
         self._beyond_joints: set[str] = set()
         self._jumps = Ranges()
-        self._stamp_jumps = Ranges()  # jumps explained by an uneven stamp step, not by the arm
+        self._stamp_jumps = 0  # of those, explained by an uneven stamp step, not by the arm
         self._repeats = Ranges()
         self._pending_repeat: int | None = None
         self._moving_samples = 0
@@ -111,13 +111,11 @@ class JointMotion:
         self._speeds: list[float] = []
         self._peak_speed = 0.0
         self._idle = Ranges(join_ns=0)
-        self._idle_stretches: list[tuple[int, int]] = []
         self._stuck: dict[str, Ranges] = {}
         self._stuck_travel: dict[str, float] = {}
         self._commands: dict[str, list[tuple[int, float]]] = {}
         self._command_range: dict[str, tuple[float, float]] = {}  # what the command did per joint, all episode
         self._not_stuck = set(not_stuck)  # a gripper joint: an object holds it where its command is not
-        self._first_q: list[float] | None = None
         self._changed: list[bool] = []
         self._travel: list[float] = []
         self._last: tuple[int, list[float]] | None = None
@@ -142,7 +140,7 @@ class JointMotion:
             self.names = [names[i] for i in self._index]
             self._same_since = [None] * len(self._index)
             self._last, self._last_speed, self._still_from = None, None, None
-            self._first_q, self._changed, self._travel = None, [False] * len(self._index), [0.0] * len(self._index)
+            self._changed, self._travel = [False] * len(self._index), [0.0] * len(self._index)
         assert self._index is not None
         if not self._index:
             return []
@@ -167,8 +165,6 @@ class JointMotion:
                     fired.append('motion.joint_limit')
         self.trajectory.add(stamp_ns, q)
         last = self._last
-        if self._first_q is None:
-            self._first_q = q
         if last is not None and q == last[1] and self._pending_repeat is None and self._moving_now:
             # The same reading again while the arm moved: the driver may have re-published a stale sample, or the
             # arm stopped, or crept below its encoders' resolution. Skipped for now; the next sample tells.
@@ -230,7 +226,8 @@ class JointMotion:
                 self._speeds = self._speeds[-100:]
         if self._typical_change > 0 and change > self.jump_limit:
             uneven = self._period > 0 and abs(step_ns - self._period) > self.limits.uneven_stamp_share * self._period
-            (self._stamp_jumps if uneven else self._jumps).add(stamp_ns, change)
+            self._jumps.add(stamp_ns, change)
+            self._stamp_jumps += uneven
             if not uneven:
                 fired.append('motion.velocity_jump')
 
@@ -286,7 +283,6 @@ class JointMotion:
         since = self._still_since
         if since is not None and end_ns - since > self.limits.idle_after_s * 1e9:
             self._idle.add(since, (end_ns - since) / 1e9, end_ns=end_ns)
-            self._idle_stretches.append((since, end_ns))
             self.idle_ns += end_ns - since
 
     def trim(self) -> dict[str, float]:
@@ -296,7 +292,7 @@ class JointMotion:
         if self.first_ns is None or self.last_ns is None:
             return out
         near = int(0.5e9)
-        for since, until in self._idle_stretches:
+        for since, until in self._idle.items:
             if since - self.first_ns <= near:
                 out['start_s'] = round((until - self.first_ns) / 1e9, 3)
             if self.last_ns - until <= near:
@@ -353,20 +349,15 @@ class JointMotion:
                 f'{topic}: {self._repeats.count} sample(s) re-published unchanged while the arm moved ({share:.1%} '
                 'of the moving samples): the driver repeats a stale reading; speeds are taken across them',
                 self.limits.repeated_warn_share))
-        if self._jumps or self._stamp_jumps:
-            worst = max(r.worst for r in (self._jumps, self._stamp_jumps) if r)
-            causes = [f'{r.count} {why}' for r, why in ((self._jumps, 'in the motion itself'),
-                                                          (self._stamp_jumps, 'at uneven stamp steps (the '
-                                                           "driver's timing, not the arm)")) if r]
-            both = Ranges()
-            for r in (self._jumps, self._stamp_jumps):
-                for a, b in r.items:
-                    both.items.append([a, b])
-            both.items.sort()
-            both.count, both.worst = self._jumps.count + self._stamp_jumps.count, worst
-            out.append(both.finding('motion.velocity_jump', WARN if self._jumps else INFO, topic,
-                                    f'{topic}: joint speed jumped by up to {worst:.3g} in one sample, beyond the '
-                                    f'task\'s own motion: {", ".join(causes)}', self.jump_limit))
+        if self._jumps:
+            in_motion = self._jumps.count - self._stamp_jumps
+            causes = [f'{n} {why}' for n, why in ((in_motion, 'in the motion itself'),
+                                                   (self._stamp_jumps, "at uneven stamp steps (the driver's timing, "
+                                                    'not the arm)')) if n]
+            out.append(self._jumps.finding('motion.velocity_jump', WARN if in_motion else INFO, topic,
+                                           f'{topic}: joint speed jumped by up to {self._jumps.worst:.3g} in one '
+                                           f'sample, beyond the task\'s own motion: {", ".join(causes)}',
+                                           self.jump_limit))
         for name, ranges in sorted(self._stuck.items()):
             low, high = self._command_range.get(name, (0.0, 0.0))
             if self._stuck_travel[name] < self.limits.stuck_command_share * (high - low):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ros_robodata.bag.types import typestore
+from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.profile import Profile
 from ros_robodata.sim import samples as S
@@ -45,38 +45,32 @@ def _topics(profile: Profile, cameras: bool, lidar: bool) -> dict[str, str]:
     return out
 
 
-def _header(ns: int, frame: str) -> Any:
-    types = typestore().types
-    return types['std_msgs/msg/Header'](stamp=types['builtin_interfaces/msg/Time'](sec=ns // 10**9,
-                                                                                 nanosec=ns % 10**9), frame_id=frame)
-
-
 def _message(stream: str, data: Any, ns: int, gripper_joint: str) -> Any:
     types = typestore().types
     if stream in (S.JOINT_STATES, S.GRIPPER):
         names = [gripper_joint] if stream == S.GRIPPER and gripper_joint else list(data.names)
         return types['sensor_msgs/msg/JointState'](
-            header=_header(ns, 'base_link'), name=names, position=np.asarray(data.position, dtype=np.float64),
+            header=header(ns, 'base_link'), name=names, position=np.asarray(data.position, dtype=np.float64),
             velocity=np.asarray(data.velocity, dtype=np.float64), effort=np.asarray(data.effort, dtype=np.float64))
     if stream in (S.CAMERA_WRIST, S.CAMERA_SCENE):
         from ros_robodata.bag.image import encode_image
 
         fields = encode_image(data.rgb, 'rgb8')
-        return types['sensor_msgs/msg/Image'](header=_header(ns, data.frame_id), **fields)
+        return types['sensor_msgs/msg/Image'](header=header(ns, data.frame_id), **fields)
     if stream == S.LIDAR_SCENE:
         from ros_robodata.bag.pointcloud import encode_pointcloud, pointfield_list
 
         fields = encode_pointcloud(_cloud_records(data.points))
         fields['fields'] = pointfield_list(fields['fields'], types['sensor_msgs/msg/PointField'])
-        return types['sensor_msgs/msg/PointCloud2'](header=_header(ns, data.frame_id), **fields)
+        return types['sensor_msgs/msg/PointCloud2'](header=header(ns, data.frame_id), **fields)
     vec3 = types['geometry_msgs/msg/Vector3']
     if stream == S.WRENCH:
         wrench = types['geometry_msgs/msg/Wrench'](force=vec3(*map(float, data.force)),
                                                    torque=vec3(*map(float, data.torque)))
-        return types['geometry_msgs/msg/WrenchStamped'](header=_header(ns, data.frame_id), wrench=wrench)
+        return types['geometry_msgs/msg/WrenchStamped'](header=header(ns, data.frame_id), wrench=wrench)
     twist = types['geometry_msgs/msg/Twist'](linear=vec3(*map(float, data.linear)),
                                              angular=vec3(*map(float, data.angular)))
-    return types['geometry_msgs/msg/TwistStamped'](header=_header(ns, data.frame_id), twist=twist)
+    return types['geometry_msgs/msg/TwistStamped'](header=header(ns, data.frame_id), twist=twist)
 
 
 def _cloud_records(points: np.ndarray) -> np.ndarray:
