@@ -74,6 +74,27 @@ def test_a_publisher_catching_up_after_a_stall_is_latency_not_a_clock_jump() -> 
     assert 'timing.clock_jump' not in found and 'timing.latency' in found
 
 
+def test_a_live_monitor_that_ran_late_itself_does_not_blame_the_topic() -> None:
+    """Its callbacks stalled 0.4 s (a bag closing in the same process): what waited in its queue then is not the
+    topic's lateness; a message the stall cannot explain, and lateness with no stall, still count."""
+    timing = StreamTiming('/joint_states', TimingLimits(rate_hz=100, max_latency_ms=100))
+    timing.own_stalls, timing.own_stall_slack_ns = [], 50 * MS
+    stamps = [t * 10.0 for t in range(300)]
+    receive = [s + 2 for s in stamps]
+    for i in range(100, 140):  # the monitor's queue was stuck from 1.0 to 1.4 s, then drained
+        receive[i] = 1400 + (i - 100) * 0.05
+    receive[120] = 2000.0  # this one came 0.8 s late: more than the monitor's stall
+    for i in range(250, 260):  # and 2.5 s on, the topic itself was late with no stall of the monitor
+        receive[i] += 150
+    _feed(timing, stamps, receive)
+    timing.own_stalls.append((START + 1000 * MS, START + 1400 * MS))
+    assert timing.settle_late(None, 0) == 11 and timing.excused_late == 30
+    found = _checks(timing.findings())
+    assert found['timing.latency'].count == 11
+    assert found['timing.latency'].ranges == ((START + 1200 * MS, START + 1200 * MS), (START + 2500 * MS,
+                                                                                       START + 2590 * MS))
+
+
 def test_event_driven_and_latched_topics_carry_no_timing_expectations() -> None:
     events = StreamTiming('/robodata/events', TimingLimits(rate_hz=None))
     _feed(events, [0.0, 0.0, 5000.0, 1.0])

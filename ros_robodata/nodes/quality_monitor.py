@@ -37,6 +37,10 @@ EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
 _COLOURS = {0: (0.3, 1.0, 0.3), 1: (1.0, 0.8, 0.2), 2: (1.0, 0.25, 0.25), 3: (0.7, 0.7, 0.7)}
 
 
+_BEAT_S = 0.05
+_STALL_NS = 20_000_000  # a beat this late: the monitor's callbacks ran late
+
+
 class QualityMonitorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('quality_monitor', **kwargs)
@@ -68,6 +72,11 @@ class QualityMonitorNode(Node):
         self._discovery = TopicDiscovery(self, {spec.topic: spec for _, spec in self.profile.all_topics()},
                                          self._subscribe)
         self.create_timer(period, self._publish)
+        # The rclpy 7.1 EventsExecutor cannot hand a callback the middleware's reception time, so messages are
+        # timed when their callback runs. A timer on the same executor shows when that runs late (the process
+        # busy: a bag closing, frames being checked): lateness the monitor itself caused is not the topics'.
+        self._beat_ns: int | None = None
+        self.create_timer(_BEAT_S, self._beat)
         self.last_statuses: list[Status] = []
         self.get_logger().info(f'watching the {len(self.profile.all_topics())} topic(s) of {self.profile.robot.name}')
 
@@ -118,6 +127,17 @@ class QualityMonitorNode(Node):
             score, reasons = score_of(report.findings)
             text = '; '.join(reasons[:3]) if reasons else 'no problem found'
             self.get_logger().info(f'episode {msg.episode_id}: quality score {score:.2f}: {text}')
+
+    def _beat(self) -> None:
+        now = self._clock_ns()
+        due = None if self._beat_ns is None else self._beat_ns + int(_BEAT_S * 1e9)
+        self._beat_ns = now
+        if due is not None and now - due > _STALL_NS:
+            self.live.stalled(due, now, int(_BEAT_S * 1e9))
+            if now - due > 100_000_000:
+                self.get_logger().info(f'the monitor ran {(now - due) / 1e6:.0f} ms late (this computer is busy): '
+                                       'messages it timed late then are not counted against their topics',
+                                       throttle_duration_sec=10.0)
 
     def _publish(self) -> None:
         now = self._clock_ns()

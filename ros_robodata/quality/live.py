@@ -27,6 +27,8 @@ HOLD_S = 3.0
 # A force spike is reported once the gripper readings around it have come in: fingers closing on an object jolt
 # the wrist, and the offline report excuses those; live must not warn at every grasp either.
 SPIKE_WAIT_NS = 400_000_000
+# A late message is counted once the monitor knows whether its own callbacks were running late then.
+LATE_WAIT_NS = 300_000_000
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class LiveQuality:
         self.images = images
         self.episode_id = ''
         self._lock = threading.Lock()
+        self._stalls: list[tuple[int, int]] = []  # when the monitor's own callbacks ran late (begin, end ns)
+        self._stall_slack_ns = 0
         self._checks = self._new_checks()
         self._fired: dict[tuple[str, str], list[int]] = {}  # (check, topic) -> [last receive ns, count]
         self.frames_skipped = 0
@@ -59,8 +63,32 @@ class LiveQuality:
         """The node subscribed to `topic` now: from here on it is expected (its silence is judged from now)."""
         self._watched_since.setdefault(topic, now_ns)
 
+    def stalled(self, begin_ns: int, end_ns: int, slack_ns: int) -> None:
+        """The monitor's own callbacks ran late from `begin_ns` (give or take `slack_ns`) to `end_ns`: its process
+        was busy. Messages it timed late then are excused as far as that wait explains them."""
+        with self._lock:
+            self._stall_slack_ns = slack_ns
+            for timing in self._checks.timing.values():
+                timing.own_stall_slack_ns = slack_ns
+            self._stalls.append((begin_ns, end_ns))
+            while self._stalls and end_ns - self._stalls[0][1] > 60_000_000_000:
+                del self._stalls[0]
+
+    @property
+    def excused_late(self) -> int:
+        """Late arrivals that the monitor's own stalls explained (over the current episode's checks)."""
+        return sum(t.excused_late for t in self._checks.timing.values())
+
+    def _settle_late(self, now_ns: int | None) -> None:
+        for topic, timing in self._checks.timing.items():
+            if timing.settle_late(now_ns, LATE_WAIT_NS):
+                self._note(['timing.latency'], topic, timing.last_receive or 0)
+
     def _new_checks(self) -> EpisodeQuality:
         checks = EpisodeQuality(self.profile, images=False)
+        for timing in checks.timing.values():
+            timing.own_stalls = self._stalls
+            timing.own_stall_slack_ns = self._stall_slack_ns
         if self.images and self.profile.topics.cameras:
             limits = ImageLimits(blur_threshold=self.profile.quality.blur_threshold)
             checks.cameras = {c.topic: CameraWatch(c.topic, c.name, limits) for c in self.profile.topics.cameras}
@@ -74,6 +102,7 @@ class LiveQuality:
         """A new episode: its checks start from nothing."""
         with self._lock:
             self._judge_spikes(None)
+            self._settle_late(None)
             self.episode_id = episode_id
             self._checks = self._new_checks()
 
@@ -81,6 +110,7 @@ class LiveQuality:
         """The episode ended: its report (findings so far); the checks carry on for the time between episodes."""
         with self._lock:
             self._judge_spikes(None)
+            self._settle_late(None)
             report = self._checks.report()
             self.episode_id = ''
             self._checks = self._new_checks()
@@ -129,6 +159,7 @@ class LiveQuality:
         hold_ns = HOLD_S * 1e9
         with self._lock:
             self._judge_spikes(now_ns)
+            self._settle_late(now_ns)
             for (check, topic), (last, count) in list(self._fired.items()):
                 if now_ns - last > hold_ns:
                     del self._fired[(check, topic)]

@@ -55,6 +55,12 @@ class StreamTiming:
         self._silent = Ranges(join_ns=0)
         self._latency_sum = 0.0
         self._latency_ref: float | None = None  # typical receive - stamp (ns), slowly followed
+        # A live monitor sets this: the times its own callbacks ran late (start, end ns), shared by its topics.
+        # Late messages are then held back until it is known whether the monitor's stall explains them.
+        self.own_stalls: list[tuple[int, int]] | None = None
+        self.own_stall_slack_ns = 0  # how long before a detected stall it may have begun
+        self._held_late: list[tuple[int, int, float]] = []  # (stamp, receive ns, latency ms)
+        self.excused_late = 0
 
     @property
     def period_ns(self) -> float | None:
@@ -87,8 +93,11 @@ class StreamTiming:
         latency_ms = (receive_ns - stamp_ns) / 1e6
         self._latency_sum += latency_ms
         if latency_ms > self.limits.max_latency_ms:
-            self._late.add(stamp_ns, latency_ms)
-            fired.append('timing.latency')
+            if self.own_stalls is None:
+                self._late.add(stamp_ns, latency_ms)
+                fired.append('timing.latency')
+            else:
+                self._held_late.append((stamp_ns, receive_ns, latency_ms))
         last = self.last_stamp
         if last is None:
             self.last_stamp = stamp_ns
@@ -127,6 +136,31 @@ class StreamTiming:
             reference = self._latency_ref
             self._latency_ref = latency if reference is None else reference + 0.01 * (latency - reference)
         return fired
+
+    def settle_late(self, now_ns: int | None, wait_ns: int) -> int:
+        """Judge the late messages held back for `wait_ns` (all of them when `now_ns` is None): those the
+        receiver's own stall explains are excused, the rest count. Returns how many counted."""
+        counted, held = 0, []
+        for stamp, received, latency_ms in self._held_late:
+            if now_ns is not None and now_ns - received < wait_ns:
+                held.append((stamp, received, latency_ms))
+            elif self._own_fault(received, latency_ms):
+                self.excused_late += 1
+            else:
+                self._late.add(stamp, latency_ms)
+                counted += 1
+        self._held_late = held
+        return counted
+
+    def _own_fault(self, received_ns: int, latency_ms: float) -> bool:
+        """The message waited in the receiver's own queue through a stall long enough to make it late."""
+        slack = self.own_stall_slack_ns
+        for begin, end in self.own_stalls or ():
+            if begin - slack <= received_ns <= end + slack:
+                waited_ms = (received_ns - (begin - slack)) / 1e6
+                if latency_ms - waited_ms <= self.limits.max_latency_ms:
+                    return True
+        return False
 
     def rate_hz(self) -> float | None:
         """Mean rate over the topic's own span of receive times."""
