@@ -62,7 +62,7 @@ class Operator:
                              outcome=msg.outcome)
 
     def warnings(self) -> list[str]:
-        return [line for line in self.screen.render() if line.startswith('!')]
+        return self.screen.warning_lines(limit=100)  # every one, not only those that fit on the screen
 
 
 def watch(c: Client, operator: Operator, seconds: float) -> list[tuple[float, list[str]]]:
@@ -73,6 +73,35 @@ def watch(c: Client, operator: Operator, seconds: float) -> list[tuple[float, li
         c.spin_for(0.25)
         seen.append((time.monotonic() - operator.t0, operator.warnings()))
     return seen
+
+
+CELL_PACE = 'robodata sim: pace'
+
+
+def explained_by_the_cell(problems: list[tuple[float, str, str]]) -> list[tuple[float, str, str]]:
+    """The problems that are not a latency the cell itself caused: on a busy computer the sim falls behind real time
+    and sends its messages late, says so on /diagnostics, and the monitor is right to see them late then (a
+    warning holds a few seconds after it last fired, and is published once a second)."""
+    behind = [t for t, name, _ in problems if name == CELL_PACE]
+    return [(t, name, text) for t, name, text in problems if name != CELL_PACE
+            and not ('latency' in text and any(b - 1.5 <= t <= b + 6.0 for b in behind))]
+
+
+def screen_unexplained(seen: list[tuple[float, list[str]]], problems: list[tuple[float, str, str]]
+                       ) -> list[tuple[float, list[str]]]:
+    """The keys screen's warning lines over time, less latency the cell caused by falling behind."""
+    pace = [p for p in problems if p[1] == CELL_PACE]
+    return [(t, [line for line in lines if explained_by_the_cell([(t, '', line), *pace])]) for t, lines in seen]
+
+
+def cell_fell_behind_during(log: str, begin_wall: float, end_wall: float) -> bool:
+    """Whether the sim logged falling behind real time between these wall-clock times (its log lines carry them)."""
+    for line in log.splitlines():
+        if 'falling behind real time' in line:
+            at = float(line.split('[')[2].split(']')[0])
+            if begin_wall - 1.5 <= at <= end_wall:
+                return True
+    return False
 
 
 def clean_exit(proc: subprocess.Popen, log: Path) -> str:
@@ -106,8 +135,10 @@ def test_a_minute_at_the_simulated_rig_raises_no_alarm_and_every_episode_is_whol
     except ImportError:  # the PyPI wheels: the cell says which fixed frame RViz needs instead
         assert "set RViz's Fixed Frame to 'world'" in sim_log
 
-    assert [p for p in operator.problems if p[0] < running_until] == [], operator.problems[:10]
-    assert [lines for _, lines in seen if lines] == []
+    assert [p for p in explained_by_the_cell(operator.problems) if p[0] < running_until] == [], \
+        operator.problems[:10]
+    shown = [line for _, lines in screen_unexplained(seen, operator.problems) for line in lines]
+    assert shown == [], sorted(set(shown))
     data = Dataset.open(dataset)
     episodes = [data.episode(i) for i in data.episode_ids()]
     complete = [e for e in episodes if e.status == 'complete']
@@ -147,12 +178,14 @@ def test_one_silent_camera_is_one_problem_once_and_clears(tmp_path):
         clean_exit(session, tmp_path / 'session.log')
 
     # /diagnostics: the recorder and the monitor both say it, about that camera only, and only that it is silent.
-    assert operator.problems, 'the silent camera was never reported'
-    assert {name.split(' ')[-1].split(': ')[-1] for _, name, _ in operator.problems if ':' in name} == \
+    problems = explained_by_the_cell(operator.problems)
+    assert problems, 'the silent camera was never reported'
+    assert {name.split(' ')[-1].split(': ')[-1] for _, name, _ in problems if ':' in name} == \
         {'/camera/scene/image_raw'}
-    other = [p for p in operator.problems if 'silent' not in p[2] and 'error(s)' not in p[2]]
+    other = [p for p in problems if 'silent' not in p[2] and 'error(s)' not in p[2]]
     assert other == [], other
     # The keys screen: one line while it lasts, about that camera, and nothing once it is back.
+    seen = screen_unexplained(seen, operator.problems)
     shown = [(t, lines) for t, lines in seen if lines]
     assert shown and all(len(lines) == 1 and '/camera/scene/image_raw' in lines[0] and 'silent' in lines[0]
                          for _, lines in shown), shown
@@ -255,9 +288,15 @@ def test_an_operator_at_the_keys_of_the_simulated_rig(tmp_path):
         shown = wait_for('not stopped: ', 10)
         assert 'double press' in shown and 'REC  ' in shown
         time.sleep(1.0)
+        since = time.time() - 6.0  # what the screen shows can date from this long ago
         os.write(master, b'd')
         shown = wait_for('discarded', 10)
-        assert '!' not in ''.join(line[:1] for line in shown.splitlines()), shown  # no warning on the screen
+        # No warning on the screen, unless the cell itself fell behind real time then and its messages were late.
+        warned = [line for line in shown.splitlines() if line.startswith('!')]
+        if warned and all('latency' in line for line in warned):
+            assert cell_fell_behind_during((tmp_path / 'sim.log').read_text(), since, time.time()), shown
+        else:
+            assert warned == [], shown
         os.write(master, b'q')
         assert keys.wait(15) == 0
     finally:

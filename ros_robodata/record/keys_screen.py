@@ -294,11 +294,13 @@ class KeysScreen:
         if self.last_outcome is not None:
             lines.append(f'last outcome: {self.last_outcome[1]} ({self.last_outcome[0]})')
         lines.extend(f'> {text}' for text in self.messages)
-        lines.extend(self._warning_lines(now))
+        lines.extend(self.warning_lines(now))
         lines.append(HELP)
         return lines
 
-    def _warning_lines(self, now: float, limit: int = 6) -> list[str]:
+    def warning_lines(self, now: float | None = None, limit: int = 6) -> list[str]:
+        """The warnings shown now, worst first: `limit` of them, then how many more."""
+        now = self.clock() if now is None else now
         for key in [k for k, w in self.warnings.items() if now - w.seen_at > w.hold_s]:
             del self.warnings[key]
         current = sorted(self.warnings.values(), key=lambda w: (-w.level, w.text))
