@@ -11,7 +11,6 @@ from ros_robodata.quality.consistency import (
     dataset_consistency,
     outcome_mix,
     resample_trajectory,
-    standardize,
     task_consistency,
 )
 from ros_robodata.sim import samples as S
@@ -105,38 +104,110 @@ def test_resample_rejects_mismatched_stamps():
         resample_trajectory(np.arange(3), np.zeros((4, 2)))
 
 
-def test_standardize_makes_units_irrelevant():
-    rng = np.random.default_rng(1)
-    metres = {**_demos(rng, PICK, 6, 'ep'), **_demos(rng, ODD, 1, 'odd')}
-    millimetres = {k: v * np.array([1000.0, 1, 1, 1, 1, 1]) for k, v in metres.items()}  # joint1 in mm
-    scaled = standardize(millimetres)
-    pooled = np.concatenate(list(scaled.values()))
-    np.testing.assert_allclose(pooled.mean(axis=0), 0.0, atol=1e-9)
-    np.testing.assert_allclose(pooled.std(axis=0), 1.0, atol=1e-9)
-
-    in_m = task_consistency(standardize(metres), 'pick')
-    in_mm = task_consistency(scaled, 'pick')
-    for key in metres:
-        assert in_mm[key].distance == pytest.approx(in_m[key].distance, rel=1e-6)
-    # Unscaled, the joint in mm would outweigh the other five together and change who looks typical.
-    raw = task_consistency(millimetres, 'pick')
-    assert max(raw[k].distance for k in raw) > 100 * max(in_mm[k].distance for k in in_mm)
+def _humanoid(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Two 6-joint arms: the right one does the pick, the left one rests; its rest pose drifts through the session
+    by a few hundredths of a radian, as a real idle arm does."""
+    drift = np.zeros(6)
+    rest = np.array([0.0, 0.3, 0.0, -1.4, 0.0, 0.1])
+    out = {}
+    for k in range(n):
+        drift += rng.normal(0, 0.006, 6)
+        stamps, right = _demo(rng, PICK)
+        left = rest + drift + rng.normal(0, 0.002, (len(stamps), 6))
+        out[f'ep{k:02d}'] = resample_trajectory(stamps, np.hstack([left, right]))
+    return out
 
 
-def test_standardize_leaves_a_still_joint_alone():
-    rng = np.random.default_rng(2)
-    demos = _demos(rng, PICK, 4, 'ep')
-    for v in demos.values():
-        v[:, 5] = 0.25 + rng.normal(0, 1e-5, len(v))  # a wrist joint held still, with servo jitter
-    scaled = standardize(demos)
-    for v in scaled.values():
-        assert np.isfinite(v).all()
-        assert np.abs(v[:, 5]).max() < 1e-3  # centred, but its jitter is not blown up to unit variance
+HUMANOID = [f'left_{j}' for j in range(1, 7)] + [f'right_{j}' for j in range(1, 7)]
 
 
-def test_standardize_rejects_mixed_joint_counts():
-    with pytest.raises(ValueError, match='different numbers of joints'):
-        standardize({'a': np.zeros((10, 6)), 'b': np.zeros((10, 5))})
+def test_an_idle_arm_does_not_weigh_and_its_rest_pose_is_a_separate_word():
+    """The issue's humanoid: the left arm rests through the task. Its drifting rest pose must not decide who is
+    typical; a constant 0.15 rad on it is no outlier, only a rest-pose note; a detour of the working arm is."""
+    rng = np.random.default_rng(11)
+    demos = _humanoid(rng, 30)
+    shifted = demos['ep05'].copy()
+    shifted[:, 1] += 0.15
+    detour = demos['ep06'].copy()
+    u = np.linspace(0, 1, len(detour))
+    detour[:, [6, 7]] += (0.4 * np.clip(1 - np.abs(u - 0.5) / 0.15, 0, 1))[:, None]
+    result = task_consistency({**demos, 'shifted': shifted, 'detour': detour}, 'pick', names=HUMANOID)
+
+    assert [k for k, c in result.items() if c.outlier] == ['detour']
+    assert set(result['detour'].idle_joints) == set(HUMANOID[:6])
+    assert set(result['detour'].far_joints) <= {'right_1', 'right_2'} and result['detour'].far_joints
+    begin, end = result['detour'].far_span
+    assert begin < 0.5 < end  # where the detour is
+    assert result['detour'].reference_id.startswith('ep')
+    assert result['shifted'].rest_offsets == {'left_2': pytest.approx(0.15, abs=0.03)}
+    # The drift through the session does not show in the value: no trend with the recording order.
+    values = [result[f'ep{k:02d}'].normalized for k in range(30)]
+    rho = np.corrcoef(np.argsort(np.argsort(values)), np.arange(30))[0, 1]
+    assert abs(rho) < 0.4
+
+
+@pytest.mark.parametrize('bad', ['reversed', 'frozen', 'permuted'])
+def test_bad_copies_of_a_demo_are_flagged_and_a_half_speed_copy_is_not(bad):
+    rng = np.random.default_rng(12)
+    stamps, right = _demo(rng, PICK)
+    demos = {k: v for k, v in _humanoid(rng, 30).items()}
+    copy = right.copy()
+    if bad == 'reversed':
+        copy = copy[::-1].copy()
+    elif bad == 'frozen':  # the working arm stops for the middle half
+        n = len(copy)
+        copy[n // 4:3 * n // 4] = copy[n // 4]
+    else:  # the joints recorded in the wrong order
+        copy = copy[:, [1, 2, 3, 4, 5, 0]]
+    left = np.array([0.0, 0.3, 0.0, -1.4, 0.0, 0.1]) + rng.normal(0, 0.002, (len(stamps), 6))
+    slow_stamps = stamps[0] + (stamps - stamps[0]) * 2
+    data = {**demos, 'bad': resample_trajectory(stamps, np.hstack([left, copy])),
+            'half_speed': resample_trajectory(slow_stamps, np.hstack([left, right]))}
+    result = task_consistency(data, 'pick', names=HUMANOID)
+    assert result['bad'].outlier, result['bad']
+    assert not result['half_speed'].outlier
+    assert [k for k, c in result.items() if c.outlier] == ['bad']
+
+
+def test_a_task_with_two_valid_ways_keeps_both():
+    """Half the demos carry the object left, half right (ODD puts it back): neither way is an outlier, and a demo
+    unlike both is."""
+    rng = np.random.default_rng(13)
+    demos = {**_demos(rng, PICK, 10, 'left'), **_demos(rng, ODD, 10, 'back'),
+             'wipe': resample_trajectory(*_demo(rng, WIPE))}
+    result = task_consistency(demos, 'pick')
+    assert [k for k, c in result.items() if c.outlier] == ['wipe']
+
+
+def test_relative_tasks_forgive_where_the_demo_was_done():
+    rng = np.random.default_rng(14)
+    demos = _demos(rng, PICK, 12, 'ep')
+    demos['elsewhere'] = demos['ep3'] + np.array([0.5, 0.0, 0.0, 0.4, 0.0, 0.0])  # the same motion, moved
+    assert task_consistency(demos, 'pick')['elsewhere'].outlier
+    assert not task_consistency(demos, 'pick', relative=True)['elsewhere'].outlier
+
+
+def test_a_gripper_in_other_units_counts_on_its_own_scale():
+    """A gripper in metres (0.04 m stroke) next to arm joints in rad: it is neither idle nor dominant."""
+    rng = np.random.default_rng(15)
+    demos = {}
+    for k in range(12):
+        stamps, arm = _demo(rng, PICK)
+        u = np.linspace(0, 1, len(stamps))
+        finger = 0.04 * ((u > 0.3) & (u < 0.6)) + rng.normal(0, 2e-4, len(u))
+        demos[f'ep{k}'] = resample_trajectory(stamps, np.column_stack([arm, finger]))
+    never_closes = demos['ep4'].copy()
+    never_closes[:, 6] = 0.0
+    names = [f'j{j}' for j in range(6)] + ['finger']
+    result = task_consistency({**demos, 'never_closes': never_closes}, 'pick', names=names, gripper=['finger'])
+    assert [k for k, c in result.items() if c.outlier] == ['never_closes']
+    assert result['never_closes'].far_joints[0] == 'finger'
+    assert 'finger' not in result['ep0'].idle_joints
+
+
+def test_joint_names_must_match_the_columns():
+    with pytest.raises(ValueError, match='2 joint names for 6 columns'):
+        task_consistency({'a': np.zeros((20, 6)), 'b': np.ones((20, 6))}, 'pick', names=['a', 'b'])
 
 
 # -- DTW consistency -------------------------------------------------------------------------------
@@ -154,8 +225,8 @@ def test_the_demo_that_goes_elsewhere_is_the_only_outlier():
     assert odd.normalized > 3 and odd.robust_z > 3.5
     medoids = {c.medoid_id for c in result.values()}
     assert len(medoids) == 1 and medoids.pop().startswith('ep')
-    (medoid,) = [c for c in result.values() if c.is_medoid]
-    assert medoid.distance == 0.0
+    assert sum(c.is_medoid for c in result.values()) == 1
+    assert result['odd'].reference_id.startswith('ep') and result['odd'].far_joints
     assert all(c.task == 'pick' and math.isfinite(c.distance) for c in result.values())
     assert np.median([c.normalized for c in result.values()]) == pytest.approx(1.0)
 
@@ -175,9 +246,10 @@ def test_dtw_forgives_timing_but_not_another_path():
     assert sum(c.is_medoid for c in warped.values()) == 1
 
     d_warp, d_odd = warped['warped'].distance, odd['odd'].distance
-    assert d_warp < 0.1 * d_odd
+    assert d_warp < 0.2 * d_odd
     # Matched sample by sample (no warping), the timing difference alone would look like a real difference.
-    assert d_warp < 0.1 * float(np.linalg.norm(base - slow_then_fast))
+    unwarped = task_consistency({'base': base, 'warped': slow_then_fast}, 'pick', window=0.001)['warped'].distance
+    assert d_warp < 0.5 * unwarped
 
 
 def test_window_bounds_the_warp():
@@ -235,7 +307,6 @@ def test_simulated_demos_run_through_the_whole_pipeline():
 
     assert all(math.isfinite(c.distance) and math.isfinite(c.normalized) for c in result.values())
     assert sum(c.is_medoid for c in result.values()) == 1
-    assert result[next(iter(result.values())).medoid_id].distance == 0.0
     # The recovery (seed 4: a second grasp attempt) and the failure (seed 2: dropped, never placed) move unlike
     # the successful demos, so they sit farther from the medoid than the typical demo.
     assert result['seed4'].normalized > 1.0

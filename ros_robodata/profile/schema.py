@@ -257,6 +257,9 @@ class Quality:
     min_episode_s: float = field(default=1.0, metadata=_rule(_non_negative))
     # The arm standing still longer than this in all (s) warns; None: idle time is information, not a fault.
     max_idle_s: float | None = field(default=None, metadata=_rule(_positive))
+    # Demonstrations of a task compare their arm paths relative to each demo's own mean pose (the task is done
+    # wherever the object happens to be), not in absolute joint positions.
+    consistency_relative: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,17 +1,25 @@
 """Consistency across demonstrations of one task: which episodes move unlike the others, and is the outcome mix sane.
 
 A policy learns from what the demonstrations share, so a demo that takes a different path (a detour, a wrong
-object, a half-finished attempt) is noise unless someone looks at it. The arm trajectory of each episode is
-resampled on its own time axis, scaled per joint and compared with multivariate DTW, which forgives a demo for
-being slower or pausing but not for going somewhere else. Each episode gets its distance to the task's medoid
-(the most central demo), scaled by the task's typical distance, and a robust z-score; outliers are the demos far
-out on both.
+object, a half-finished attempt, a recording played backwards) is noise unless someone looks at it.
+
+What is compared is what the task moves. Each episode is resampled on its own time axis (its overall speed is
+gone), the arm joints that do not move within the demonstrations are left out of the path (an idle arm's resting
+pose drifts through a session; it is a separate, cheap check), and the rest is compared in one common scale, so a
+0.4 rad detour counts the same on whichever joint. Positions and their rates along the path both enter the
+multivariate DTW: it forgives a demo for lingering somewhere, the rates make a path run backwards far.
+
+There is no single reference: each episode is judged by its distance to its nearest few demonstrations, so a task
+done in several valid ways (modes) keeps each way, and a session whose demos drift slowly keeps its neighbours;
+an outlier is far from every mode. A flagged episode says against which demo, in which joints and where in its
+course it differs most.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,10 +34,13 @@ _MAD_TO_STD = 1.4826
 _MIN_OUTLIER_RATIO = 1.5
 # Statistics over distances need at least this many episodes per task.
 _MIN_EPISODES = 3
-# A joint whose pooled std is below this (1 mrad or 1 mm: ROS joint states are in SI units) is held still and
-# only jitters; scaling its jitter to unit variance would weigh servo noise like real motion.
-_STILL_STD = 1e-3
-
+# An arm joint moving less than this fraction of the task's most moving joint (typical spread within a demo, the
+# same units: the arm's joints are all rad, or all degrees) is idle in this task.
+_IDLE_FRACTION = 0.1
+# The rates along the path weigh this much against the positions.
+_RATE_WEIGHT = 1.0
+# The span of a demo that is reported as where it differs most (a fraction of its course).
+_SPAN = 0.2
 
 
 @dataclass(frozen=True)
@@ -38,12 +49,28 @@ class Consistency:
 
     episode_id: str
     task: str
-    distance: float  # DTW distance to the task's medoid (on the standardized trajectories)
-    normalized: float  # distance / median distance of the task's episodes (1.0 = typical); nan if < 3 episodes
+    distance: float  # mean DTW distance to its nearest demonstrations (task-scaled)
+    normalized: float  # distance / the task's median of it (1.0 = typical); nan if < 3 episodes
     robust_z: float  # (distance - median) / (1.4826 * MAD); nan if < 3 episodes or MAD == 0
     outlier: bool  # robust_z > z_limit and normalized > 1.5
-    medoid_id: str
+    medoid_id: str  # the task's most central demo
     is_medoid: bool
+    reference_id: str = ''  # the nearest demo that is not an outlier: what it is explained against
+    far_joints: tuple[str, ...] = ()  # the joints that made it far, most first
+    far_span: tuple[float, float] | None = None  # where in its course (fractions 0..1) it differs most
+    rest_offsets: dict[str, float] = field(default_factory=dict)  # idle joints resting far from the task's usual
+    idle_joints: tuple[str, ...] = ()  # left out of the path: they do not move in this task
+
+    def explanation(self) -> str:
+        """One line: against which demo, which joints, where."""
+        parts = []
+        if self.far_joints:
+            parts.append(', '.join(self.far_joints))
+        if self.far_span is not None:
+            parts.append(f'at {self.far_span[0]:.0%}-{self.far_span[1]:.0%} of its course')
+        if self.reference_id:
+            parts.append(f'against {self.reference_id}')
+        return ' '.join(parts)
 
 
 def resample_trajectory(times_ns: np.ndarray, positions: np.ndarray, points: int = 200) -> np.ndarray:
@@ -79,34 +106,59 @@ def resample_trajectory(times_ns: np.ndarray, positions: np.ndarray, points: int
     return np.column_stack([np.interp(grid, offsets, values[:, j]) for j in range(values.shape[1])])
 
 
-def standardize(trajectories: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Each joint (column) z-scaled with the mean and std pooled over all the trajectories.
+@dataclass(frozen=True)
+class _Columns:
+    """Which columns of a task's trajectories are compared, and in what scale."""
 
-    DTW adds squared differences across joints, so without this a prismatic joint in mm would drown the
-    revolute ones in rad. Pooling (not per episode) keeps real differences in range between episodes.
-    A joint that never moves (pooled std under 1e-3, i.e. servo jitter) gets std 1: centred, not blown up.
-    """
-    arrays = {key: _as_matrix(key, value) for key, value in trajectories.items()}
-    if not arrays:
-        return {}
-    widths = {a.shape[1] for a in arrays.values()}
-    if len(widths) > 1:
-        raise ValueError(f'trajectories have different numbers of joints ({sorted(widths)}): they cannot be compared')
-    pooled = np.concatenate(list(arrays.values()), axis=0)
-    mean = np.nanmean(pooled, axis=0)
-    std = np.nanstd(pooled, axis=0)
-    std = np.where(np.isfinite(std) & (std >= _STILL_STD), std, 1.0)
-    mean = np.where(np.isfinite(mean), mean, 0.0)
-    return {key: (a - mean) / std for key, a in arrays.items()}
+    moving: np.ndarray  # arm column indices that move in the task
+    idle: np.ndarray  # arm column indices that do not
+    gripper: np.ndarray  # gripper column indices (scaled on their own: other units)
+    arm_scale: float
+    gripper_scale: np.ndarray
 
 
-def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, z_limit: float = 3.5,
-                     window: float | None = 0.1) -> dict[str, Consistency]:
-    """Each episode's DTW distance to the task's medoid, how unusual it is, and whether it is an outlier.
+def _columns(series: list[np.ndarray], width: int, gripper: Sequence[int]) -> _Columns:
+    spread = np.array([np.std(s, axis=0) for s in series])  # episodes x columns: motion within each demo
+    typical = np.median(spread, axis=0)
+    grip = np.array(sorted({g for g in gripper if 0 <= g < width}), dtype=int)
+    arm = np.array([c for c in range(width) if c not in set(grip.tolist())], dtype=int)
+    most = float(typical[arm].max()) if len(arm) else 0.0
+    moving = arm[typical[arm] >= _IDLE_FRACTION * most] if most > 0 else np.array([], dtype=int)
+    idle = np.array([c for c in arm if c not in set(moving.tolist())], dtype=int)
+    arm_scale = float(np.median(np.sqrt(np.mean(spread[:, moving] ** 2, axis=1)))) if len(moving) else 1.0
+    grip = grip[typical[grip] > 0]  # a gripper that never moves adds nothing
+    gripper_scale = typical[grip]
+    return _Columns(moving, idle, grip, arm_scale if arm_scale > 0 else 1.0, gripper_scale)
 
-    `trajectories` maps episode id to a points x J array (resampled, and standardized if the joints mix
-    units). `window` bounds the warp to that fraction of the length (Sakoe-Chiba band): a demo may lag or
-    lead, but matching the start of one with the end of another is not similarity. None: unconstrained.
+
+def _features(series: np.ndarray, cols: _Columns, relative: bool) -> np.ndarray:
+    """Positions of what the task moves in the task's scale, then their rates along the path (per 1/points)."""
+    arm = series[:, cols.moving]
+    if relative:
+        arm = arm - arm.mean(axis=0)
+    position = np.hstack([arm / cols.arm_scale, series[:, cols.gripper] / cols.gripper_scale])
+    # Rates of a lightly smoothed path: sensor noise differentiated would otherwise be most of every distance.
+    width = max(1, len(series) // 40)
+    kernel = np.ones(width) / width
+    padded = np.pad(position, ((width, width), (0, 0)), mode='edge')
+    smooth = np.column_stack([np.convolve(padded[:, c], kernel, mode='same')[width:-width]
+                              for c in range(position.shape[1])])
+    rate = np.gradient(smooth, axis=0) * (len(series) / (2 * math.pi))
+    return np.ascontiguousarray(np.hstack([position, _RATE_WEIGHT * rate]), dtype=np.float64)
+
+
+def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: Sequence[str] | None = None,
+                     gripper: Sequence[str] = (), relative: bool = False, z_limit: float = 3.5,
+                     window: float | None = 0.1, neighbours: int | None = None) -> dict[str, Consistency]:
+    """Each episode's DTW distance to its nearest demonstrations of the task, how unusual that is, whether it is an
+    outlier, and what made it far.
+
+    `trajectories` maps episode id to a points x J array, resampled (resample_trajectory) in the robot's units.
+    `names` names the J columns; `gripper` those of them that are the gripper (their own units, scaled on their
+    own). `relative`: each demo's mean pose is taken off the arm (a task done wherever the object happens to be).
+    `window` bounds the warp to that fraction of the length (Sakoe-Chiba band): a demo may lag or lead, but
+    matching the start of one with the end of another is not similarity. `neighbours`: how many nearest demos an
+    episode is measured against (default about 5% of the task, at least 2).
     """
     ids = list(trajectories)
     if not ids:
@@ -115,6 +167,10 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, z_limit:
     widths = {s.shape[1] for s in series}
     if len(widths) > 1:
         raise ValueError(f'task {task!r}: trajectories have different numbers of joints ({sorted(widths)})')
+    width = widths.pop()
+    names = [str(n) for n in names] if names is not None else [f'joint {j}' for j in range(width)]
+    if len(names) != width:
+        raise ValueError(f'task {task!r}: {len(names)} joint names for {width} columns')
     for episode, s in zip(ids, series, strict=True):
         if not np.isfinite(s).all():
             raise ValueError(f'task {task!r}, episode {episode!r}: the trajectory holds NaN or inf; '
@@ -124,48 +180,103 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, z_limit:
     if len(ids) == 1:
         return {ids[0]: Consistency(ids[0], task, 0.0, math.nan, math.nan, False, ids[0], True)}
 
+    cols = _columns(series, width, [names.index(g) for g in gripper if g in names])
+    idle_names = tuple(names[c] for c in cols.idle)
+    if not len(cols.moving) and not len(cols.gripper):
+        # Nothing moves in any demo: there is no path to compare.
+        return {i: Consistency(i, task, 0.0, math.nan, math.nan, False, ids[0], k == 0, idle_joints=idle_names)
+                for k, i in enumerate(ids)}
+    features = [_features(s, cols, relative) for s in series]
     band = None
     if window is not None:
         if window <= 0:
             raise ValueError(f'window must be a positive fraction of the length or None, got {window}')
-        # dtaidistance allows shifts up to band - 1 samples.
-        band = math.ceil(window * max(len(s) for s in series)) + 1
-    matrix = np.asarray(dtw_ndim.distance_matrix_fast(series, window=band, use_c=True), dtype=np.float64)
+        band = math.ceil(window * max(len(s) for s in series)) + 1  # dtaidistance shifts up to band - 1 samples
+    matrix = np.asarray(dtw_ndim.distance_matrix_fast(features, window=band, use_c=True), dtype=np.float64)
     matrix = np.where(np.isfinite(matrix), matrix, matrix.T)  # in case only one triangle came back
     np.fill_diagonal(matrix, 0.0)
     medoid = int(np.argmin(matrix.sum(axis=1)))
     medoid_id = ids[medoid]
-
     if len(ids) < _MIN_EPISODES:
-        # Two demos: neither is more central, so both sit at the distance between them.
-        d = float(matrix[0, 1])
-        return {i: Consistency(i, task, d, math.nan, math.nan, False, medoid_id, i == medoid_id) for i in ids}
+        d = float(matrix[0, 1])  # two demos: neither is more central
+        return {i: Consistency(i, task, d, math.nan, math.nan, False, medoid_id, i == medoid_id,
+                               idle_joints=idle_names) for i in ids}
 
-    distances = matrix[medoid]
+    k = neighbours if neighbours is not None else max(2, round(0.05 * len(ids)))
+    k = max(1, min(k, len(ids) - 1))
+    others = matrix + np.diag(np.full(len(ids), np.inf))
+    nearest = np.sort(others, axis=1)[:, :k]
+    distances = nearest.mean(axis=1)
     median = float(np.median(distances))
     mad = float(np.median(np.abs(distances - median)))
+    normalized = distances / median if median > 0 else np.full(len(ids), math.nan)
+    robust_z = (distances - median) / (_MAD_TO_STD * mad) if mad > 0 else np.full(len(ids), math.nan)
+    outliers = (robust_z > z_limit) & (normalized > _MIN_OUTLIER_RATIO)  # False when either is nan
+    rest = _rest_offsets(series, cols.idle, names, z_limit)
+    typical = [j for j in range(len(ids)) if not outliers[j]]
     out: dict[str, Consistency] = {}
-    for k, episode in enumerate(ids):
-        d = float(distances[k])
-        normalized = d / median if median > 0 else math.nan
-        robust_z = (d - median) / (_MAD_TO_STD * mad) if mad > 0 else math.nan
-        outlier = bool(robust_z > z_limit and normalized > _MIN_OUTLIER_RATIO)  # False when either is nan
-        out[episode] = Consistency(episode, task, d, normalized, robust_z, outlier, medoid_id, k == medoid)
+    for j, episode in enumerate(ids):
+        reference, far_joints, far_span = '', (), None
+        if outliers[j] and typical:
+            r = min((t for t in typical if t != j), key=lambda t: matrix[j, t], default=None)
+            if r is not None:
+                reference = ids[r]
+                far_joints, far_span = _where_far(features[j], features[r], cols, names, band)
+        out[episode] = Consistency(episode, task, float(distances[j]), float(normalized[j]), float(robust_z[j]),
+                                   bool(outliers[j]), medoid_id, j == medoid, reference, far_joints, far_span,
+                                   rest.get(j, {}), idle_names)
+    return out
+
+
+def _where_far(episode: np.ndarray, reference: np.ndarray, cols: _Columns, names: list[str], band: int | None
+               ) -> tuple[tuple[str, ...], tuple[float, float]]:
+    """Aligned on the DTW path: the joints with the largest share of the cost, and the stretch of the episode's
+    course (a fifth of it) where the cost gathers."""
+    path = dtw_ndim.warping_path(episode, reference, window=band) if band else \
+        dtw_ndim.warping_path(episode, reference)
+    steps = np.array(path)
+    diff = (episode[steps[:, 0]] - reference[steps[:, 1]]) ** 2
+    joints = [*cols.moving.tolist(), *cols.gripper.tolist()]
+    per_joint = diff[:, :len(joints)] + diff[:, len(joints):]
+    share = per_joint.sum(axis=0) / max(per_joint.sum(), 1e-12)
+    order = np.argsort(-share)
+    far = tuple(names[joints[c]] for c in order[:3] if share[c] >= 0.2) or (names[joints[order[0]]],)
+    cost = np.zeros(len(episode))
+    np.add.at(cost, steps[:, 0], per_joint.sum(axis=1))
+    span = max(1, round(_SPAN * len(episode)))
+    windowed = np.convolve(cost, np.ones(span), mode='valid')
+    start = int(np.argmax(windowed))
+    return far, (start / len(episode), (start + span) / len(episode))
+
+
+def _rest_offsets(series: list[np.ndarray], idle: np.ndarray, names: list[str], z_limit: float
+                  ) -> dict[int, dict[str, float]]:
+    """Idle joints whose resting pose in an episode is far from the task's usual one (joint units): worth a word,
+    not a flag, since a pose that does not move in the task does not change what a policy learns from it."""
+    if not len(idle):
+        return {}
+    rests = np.array([np.median(s[:, idle], axis=0) for s in series])  # episodes x idle joints
+    noise = np.median([np.std(s[:, idle], axis=0) for s in series], axis=0)
+    centre = np.median(rests, axis=0)
+    mad = np.median(np.abs(rests - centre), axis=0)
+    spread = np.maximum(_MAD_TO_STD * mad, 3 * noise)
+    out: dict[int, dict[str, float]] = {}
+    for e, row in enumerate(rests):
+        far = np.abs(row - centre) > z_limit * np.where(spread > 0, spread, np.inf)
+        if far.any():
+            out[e] = {names[idle[c]]: round(float(row[c] - centre[c]), 6) for c in np.flatnonzero(far)}
     return out
 
 
 def dataset_consistency(trajectories: dict[str, tuple[str, np.ndarray]], **kw: Any) -> dict[str, Consistency]:
-    """Consistency of every episode within its own task; tasks are never compared with each other.
-
-    Standardization is per task, so one task's large motions do not flatten another's. `kw` goes to
-    task_consistency (z_limit, window). The result keeps the input's episode order.
-    """
+    """Consistency of every episode within its own task; tasks are never compared with each other (each has its
+    own moving joints and scale). `kw` goes to task_consistency. The result keeps the input's episode order."""
     by_task: dict[str, dict[str, np.ndarray]] = {}
     for episode, (task, trajectory) in trajectories.items():
         by_task.setdefault(task, {})[episode] = trajectory
     results: dict[str, Consistency] = {}
     for task, group in by_task.items():
-        results.update(task_consistency(standardize(group), task, **kw))
+        results.update(task_consistency(group, task, **kw))
     return {episode: results[episode] for episode in trajectories}
 
 

@@ -20,7 +20,7 @@ from ros_robodata.events.segmenter import Segmenter, episode_input_start
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
-from ros_robodata.quality.findings import ERROR, WARN, Finding
+from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -146,7 +146,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     """Score episodes or bags (in `workers` processes), then compare them with each other: consistency across
     demonstrations of a task, smoothness against its peers, success criteria against the operator's label.
     Nothing is written except the events.json of an episode that had none; see score_episodes."""
-    from ros_robodata.quality.consistency import dataset_consistency, outcome_mix, resample_trajectory
+    from ros_robodata.quality.consistency import outcome_mix
 
     jobs = [(item.name, str(item.bag), None if item.folder is None else str(item.folder), item.outcome, profile,
              images, episode_input_start(item.episode.start_ns) if item.episode and not item.episode.source else None)
@@ -176,23 +176,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
             notes[name] = list(scored.notes)
 
     _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
-    trajectories = {}
-    for name, s in scores.items():
-        if s.report.trajectory is not None:
-            times, rows = s.report.trajectory
-            try:
-                trajectories[name] = (s.task, resample_trajectory(times, rows))
-            except ValueError:
-                continue
-    consistency = dataset_consistency(trajectories) if trajectories else {}
-    for name, c in consistency.items():
-        s = scores[name]
-        s.consistency = {'distance': _num(c.distance), 'normalized': _num(c.normalized),
-                         'robust_z': _num(c.robust_z), 'outlier': c.outlier, 'medoid': c.medoid_id}
-        if c.outlier:
-            s.extra.append(Finding('consistency.outlier', WARN, '', f'moves unlike the other {s.task!r} '
-                                   f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to the task '
-                                   f'medoid (robust z {c.robust_z:.1f})', c.robust_z, 3.5))
+    _judge_consistency(scores, profile)
     _flag_jerky(scores)
     labels = {i.name: i.outcome for i in items if i.outcome is not None}
     mix = outcome_mix(labels) if labels else None
@@ -233,6 +217,50 @@ def score(target: TargetLike, *, profile: Profile | str | None = None, filters: 
         return score_episodes(work.target.dataset, work.profile, [i.name for i in work.items], workers=workers,
                               images=images, progress=progress)
     return score_items(work.items, work.profile, workers=workers, images=images, progress=progress)
+
+
+def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile) -> None:
+    """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
+    episodes of a task are compared on the joints they all have, in one order."""
+    from ros_robodata.quality.consistency import dataset_consistency, resample_trajectory
+
+    by_task: dict[str, list[str]] = {}
+    for name, s in scores.items():
+        if s.report.trajectory is not None and s.report.joint_names:
+            by_task.setdefault(s.task, []).append(name)
+    gripper = profile.topics.gripper.joint if profile.topics.gripper is not None else None
+    for names in by_task.values():
+        shared = [j for j in scores[names[0]].report.joint_names
+                  if all(j in scores[n].report.joint_names for n in names)]
+        trajectories = {}
+        for name in names:
+            report = scores[name].report
+            times, rows = report.trajectory
+            columns = [report.joint_names.index(j) for j in shared]
+            try:
+                trajectories[name] = (scores[name].task, resample_trajectory(times, np.asarray(rows)[:, columns]))
+            except (ValueError, IndexError):
+                continue
+        if not shared or not trajectories:
+            continue
+        found = dataset_consistency(trajectories, names=shared, gripper=[gripper] if gripper in shared else [],
+                                    relative=profile.quality.consistency_relative)
+        for name, c in found.items():
+            s = scores[name]
+            s.consistency = {'distance': _num(c.distance), 'normalized': _num(c.normalized),
+                             'robust_z': _num(c.robust_z), 'outlier': c.outlier, 'medoid': c.medoid_id,
+                             'reference': c.reference_id or None, 'far_joints': list(c.far_joints),
+                             'far_span': list(c.far_span) if c.far_span else None,
+                             'idle_joints': list(c.idle_joints), 'rest_offsets': c.rest_offsets}
+            if c.outlier:
+                s.extra.append(Finding('consistency.outlier', WARN, '', f'moves unlike the other {s.task!r} '
+                                       f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to its '
+                                       f'nearest demos (robust z {c.robust_z:.1f}): {c.explanation()}',
+                                       c.robust_z, 3.5))
+            if c.rest_offsets:
+                moved = ', '.join(f'{j} {v:+.3g}' for j, v in c.rest_offsets.items())
+                s.extra.append(Finding('consistency.rest_pose', INFO, '', f'joints idle in {s.task!r} rest away '
+                                       f'from their usual pose: {moved}'))
 
 
 def skipped_checks(profile: Profile) -> list[str]:

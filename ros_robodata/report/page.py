@@ -190,8 +190,13 @@ def _episode_html(ep: ScoredEpisode, v: EpisodeVisuals) -> str:
     c = ep.quality.get('consistency')
     if c:
         medoid = ' (the task\'s medoid)' if c.get('medoid') == ep.id else f' (medoid {_e(c.get("medoid"))})'
-        out.append(f'<p>Consistency: {_consistency(ep.quality)} times the typical DTW distance to the task medoid'
-                   f'{medoid}.</p>')
+        out.append(f'<p>Consistency: {_consistency(ep.quality)} times the typical DTW distance to the nearest '
+                   f'demonstrations of the task{medoid}.</p>')
+        span, joints = c.get('far_span'), c.get('far_joints')
+        if c.get('outlier') is True and isinstance(span, list) and len(span) == 2 \
+                and all(isinstance(x, (int, float)) for x in span) and isinstance(joints, list):
+            out.append(f'<p class="error">Unlike the others: most in {_e(", ".join(str(j) for j in joints))} '
+                       f'at {span[0]:.0%}-{span[1]:.0%} of its course, against {_e(c.get("reference"))}.</p>')
     if v.problem:
         out.append(f'<p class="error">{_e(v.problem)}</p>')
     if v.timeline:
