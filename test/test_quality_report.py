@@ -149,6 +149,29 @@ def test_an_unscored_dataset_says_to_score_it(scored: Path, tmp_path: Path,
     assert not (copy / 'report.html').exists()
 
 
+def test_a_consistency_outlier_is_drawn_against_the_demo_it_was_compared_with(scored: Path, tmp_path: Path) -> None:
+    """The verdict names joints and a stretch of the course; the report shows those joints of both demos."""
+    copy = tmp_path / 'ds'
+    shutil.copytree(scored, copy, ignore=shutil.ignore_patterns('report.html'))
+    path = copy / 'episodes' / BLURRED / 'quality.json'
+    quality = json.loads(path.read_text())
+    quality['consistency'] = {'distance': 9.0, 'normalized': 3.2, 'robust_z': 6.1, 'outlier': True,
+                              'medoid': CLEAN, 'reference': CLEAN, 'far_joints': ['joint2', 'joint3'],
+                              'far_span': [0.3, 0.5], 'idle_joints': [], 'rest_offsets': {}}
+    path.write_text(json.dumps(quality))
+    assert main(['report', str(copy)]) == 0
+    section = _section((copy / 'report.html').read_text(encoding='utf-8'), BLURRED)
+    assert 'Unlike the others: most in joint2, joint3 at 30%-50% of its course, against ' + CLEAN in section
+    figure = re.search(r'alt="[^"]* against the demo it was compared with" src="data:image/png;base64,([^"]+)"',
+                       section)
+    assert figure is not None
+    image = cv2.imdecode(np.frombuffer(base64.b64decode(figure.group(1)), np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None and image.shape[0] > 150  # two joints, one panel each
+    # The clean episode is no outlier: no comparison there.
+    clean = _section((copy / 'report.html').read_text(encoding='utf-8'), CLEAN)
+    assert 'compared with' not in clean
+
+
 def test_envelope_is_bounded_and_keeps_a_one_sample_spike() -> None:
     """A long signal decimated while it is read: fixed memory, and the spike a collision leaves still shows."""
     start, period = 10**18, 2_000_000

@@ -15,7 +15,7 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
 from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
-from ros_robodata.report.figure import timeline_png
+from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, render_report
 from ros_robodata.report.scores import ScoredEpisode, load_scores
 from ros_robodata.report.signals import read_signals
@@ -87,8 +87,10 @@ def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[Score
     detailed = ordered if detail is None else ordered[:max(0, detail)]
     visuals: dict[str, EpisodeVisuals] = {}
     problems: dict[str, str] = {}
+    by_id = {s.id: s for s in scored}
     for ep in progress(detailed) if progress else detailed:
-        visuals[ep.id] = episode_visuals(bags[ep.id], ep, profile)
+        reference = _reference_of(ep, by_id, bags)
+        visuals[ep.id] = episode_visuals(bags[ep.id], ep, profile, reference)
         if visuals[ep.id].problem:
             problems[ep.id] = visuals[ep.id].problem
     page = render_report(name, summary, ordered, visuals)
@@ -96,11 +98,37 @@ def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[Score
     return ReportResult(path, len(ordered), len(detailed), path.stat().st_size, problems)
 
 
-def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeVisuals:
-    """The figure and thumbnails of one episode; a bag that cannot be read leaves a note, not a failed report."""
+def _reference_of(ep: ScoredEpisode, by_id: dict[str, ScoredEpisode], bags: dict[str, Path]
+                  ) -> tuple[Path, ScoredEpisode] | None:
+    """The demo a consistency outlier is explained against, when it is in the report too."""
+    c = ep.quality.get('consistency')
+    reference = c.get('reference') if isinstance(c, dict) and c.get('outlier') is True else None
+    if not isinstance(reference, str) or reference not in by_id or reference not in bags:
+        return None
+    return bags[reference], by_id[reference]
+
+
+def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile,
+                    reference: tuple[Path, ScoredEpisode] | None = None) -> EpisodeVisuals:
+    """The figure and thumbnails of one episode (and, for a consistency outlier, its far joints against the demo it
+    was compared with); a bag that cannot be read leaves a note, not a failed report."""
     try:
         signals = read_signals(bag, ep, profile)
     except RobodataError as err:
         return EpisodeVisuals(problem=f'could not read the bag: {" ".join(str(err).split())}')
-    return EpisodeVisuals(timeline_png(ep, signals, profile), signals.flagged, signals.context,
-                          notes=signals.notes)
+    visuals = EpisodeVisuals(timeline_png(ep, signals, profile), signals.flagged, signals.context,
+                             notes=signals.notes)
+    if reference is not None:
+        c = ep.quality['consistency']
+        span, joints = c.get('far_span'), c.get('far_joints')
+        try:
+            theirs = read_signals(reference[0], reference[1], profile)
+        except RobodataError as err:
+            visuals.notes.append(f'the demo it is compared with ({reference[1].id}) could not be read: '
+                                 f'{" ".join(str(err).split())}')
+        else:
+            visuals.comparison = comparison_png(
+                signals, theirs, [str(j) for j in joints] if isinstance(joints, list) else [], reference[1].id,
+                (float(span[0]), float(span[1])) if isinstance(span, list) and len(span) == 2
+                and all(isinstance(x, (int, float)) for x in span) else None)
+    return visuals

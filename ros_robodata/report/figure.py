@@ -143,3 +143,38 @@ def _lane_name(topic: str, profile: Profile) -> str:
         if camera.topic == topic:
             return f'camera {camera.name}'
     return topic if len(topic) <= 18 else '…' + topic[-17:]
+
+
+def comparison_png(signals: EpisodeSignals, reference: EpisodeSignals, joints: list[str], reference_id: str,
+                   span: tuple[float, float] | None = None, dpi: int = 100) -> str:
+    """An episode flagged as unlike its task's other demonstrations, against the nearest typical one: the joints that
+    made it far over each one's course (0-100%, so speed does not matter), the stretch that differs most shaded.
+    '' when neither bag has those joints."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    drawn = [j for j in joints if j in signals.joint_names and j in reference.joint_names]
+    if signals.joints is None or reference.joints is None or not drawn:
+        return ''
+    fig = Figure(figsize=(10.0, 0.4 + 1.3 * len(drawn)), dpi=dpi)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0]
+    fig.subplots_adjust(left=0.1, right=0.8, top=0.95, bottom=0.5 / (0.4 + 1.3 * len(drawn)) + 0.05, hspace=0.15)
+    mine, theirs = signals.joints.lines(), reference.joints.lines()
+    for joint, ax in zip(drawn, axes, strict=True):
+        for lines, source, style, label in ((theirs, reference, '--', reference_id),
+                                            (mine, signals, '-', 'this episode')):
+            x, y = lines[source.joint_names.index(joint)]
+            ax.plot(100 * x / (source.joints.span_ns / 1e9), y, style, linewidth=0.9, label=label,
+                    color='#1f77b4' if style == '-' else '#777777')
+        if span is not None:
+            ax.axvspan(100 * span[0], 100 * span[1], color=WARN_COLOR, alpha=0.2, linewidth=0)
+        ax.set_ylabel(joint, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, color='#e5e5e5', linewidth=0.6)
+    axes[0].legend(loc='upper left', bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+    axes[-1].set_xlim(0, 100)
+    axes[-1].set_xlabel('% of the demonstration', fontsize=8)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format='png', dpi=dpi)
+    return 'data:image/png;base64,' + base64.b64encode(buffer.getvalue()).decode('ascii')

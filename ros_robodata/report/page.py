@@ -23,6 +23,7 @@ class EpisodeVisuals:
     context: list[Thumbnail] = field(default_factory=list)
     problem: str = ''
     notes: list[str] = field(default_factory=list)
+    comparison: str = ''  # a consistency outlier's far joints against the demo it was compared with
 
 
 _CSS = """
@@ -199,6 +200,9 @@ def _episode_html(ep: ScoredEpisode, v: EpisodeVisuals) -> str:
                        f'at {span[0]:.0%}-{span[1]:.0%} of its course, against {_e(c.get("reference"))}.</p>')
     if v.problem:
         out.append(f'<p class="error">{_e(v.problem)}</p>')
+    if v.comparison:
+        out.append(f'<img class="timeline" alt="{_e(ep.id)} against the demo it was compared with" '
+                   f'src="{v.comparison}">')
     if v.timeline:
         out.append(f'<img class="timeline" alt="timeline of {_e(ep.id)}" src="{v.timeline}">')
     out.append('<h3>Events</h3>')
