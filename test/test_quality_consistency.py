@@ -362,3 +362,14 @@ def test_nothing_labelled():
     assert mix.ratios == {}
     assert mix.warnings == ['2 episode(s) have no outcome label']
     assert outcome_mix({}).warnings == []
+
+
+def test_the_phase_of_a_moment_comes_from_the_segment_events():
+    from ros_robodata.quality.score import phase_at
+
+    events = [{'kind': 'contact', 't_ns': 200}, {'kind': 'grasp', 't_ns': 300}, {'kind': 'lift', 't_ns': 400},
+              {'kind': 'release', 't_ns': 800}]
+    assert [phase_at(events, t) for t in (100, 250, 500, 900)] == \
+        ['the reach', 'the grasp', 'the transport', 'the retreat after the release']
+    assert phase_at(None, 500) is None and phase_at([], 500) is None
+    assert phase_at([{'kind': 'grasp', 't_ns': 'soon'}], 500) == 'the reach'  # a broken events.json is no crash

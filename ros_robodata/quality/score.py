@@ -21,6 +21,7 @@ from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
+from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -176,7 +177,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
             notes[name] = list(scored.notes)
 
     _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
-    _judge_consistency(scores, profile)
+    _judge_consistency(scores, profile, events)
     _flag_jerky(scores)
     labels = {i.name: i.outcome for i in items if i.outcome is not None}
     mix = outcome_mix(labels) if labels else None
@@ -219,7 +220,26 @@ def score(target: TargetLike, *, profile: Profile | str | None = None, filters: 
     return score_items(work.items, work.profile, workers=workers, images=images, progress=progress)
 
 
-def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile) -> None:
+# Where an episode is in its task, from the last segment event before a moment.
+_PHASE_AFTER = {GRASP_START: 'the grasp', CONTACT: 'the grasp', GRASP: 'the transport', LIFT: 'the transport',
+                RELEASE: 'the retreat after the release', CONTACT_LOST: 'the retreat after the release',
+                GRASP_FAILED: 'the time after a failed grasp', COLLISION: 'the time after a collision'}
+
+
+def phase_at(events: list[dict] | None, t_ns: int) -> str | None:
+    """The subtask an episode was in at `t_ns` by its segment events (reach, grasp, transport, retreat); None
+    without events."""
+    if not events:
+        return None
+    before = [e for e in events if isinstance(e.get('t_ns'), int) and e['t_ns'] <= t_ns and e.get('kind') in
+              _PHASE_AFTER]
+    if not before:
+        return 'the reach'
+    return _PHASE_AFTER[max(before, key=lambda e: e['t_ns'])['kind']]
+
+
+def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
+                       events: dict[str, list[dict] | None]) -> None:
     """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
     episodes of a task are compared on the joints they all have, in one order."""
     from ros_robodata.quality.consistency import dataset_consistency, resample_trajectory
@@ -253,10 +273,16 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile) -> Non
                              'far_span': list(c.far_span) if c.far_span else None,
                              'idle_joints': list(c.idle_joints), 'rest_offsets': c.rest_offsets}
             if c.outlier:
+                phase = None
+                if c.far_span is not None:
+                    times = s.report.trajectory[0]
+                    middle = (c.far_span[0] + c.far_span[1]) / 2
+                    phase = phase_at(events.get(name), int(times[0] + middle * (times[-1] - times[0])))
+                s.consistency['far_phase'] = phase
                 s.extra.append(Finding('consistency.outlier', WARN, '', f'moves unlike the other {s.task!r} '
                                        f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to its '
-                                       f'nearest demos (robust z {c.robust_z:.1f}): {c.explanation()}',
-                                       c.robust_z, 3.5))
+                                       f'nearest demos (robust z {c.robust_z:.1f}): {c.explanation()}'
+                                       + (f', during {phase}' if phase else ''), c.robust_z, 3.5))
             if c.rest_offsets:
                 moved = ', '.join(f'{j} {v:+.3g}' for j, v in c.rest_offsets.items())
                 s.extra.append(Finding('consistency.rest_pose', INFO, '', f'joints idle in {s.task!r} rest away '
