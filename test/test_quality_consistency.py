@@ -373,3 +373,30 @@ def test_the_phase_of_a_moment_comes_from_the_segment_events():
         ['the reach', 'the grasp', 'the transport', 'the retreat after the release']
     assert phase_at(None, 500) is None and phase_at([], 500) is None
     assert phase_at([{'kind': 'grasp', 't_ns': 'soon'}], 500) == 'the reach'  # a broken events.json is no crash
+
+
+def test_real_franka_demos_a_played_back_or_miswired_copy_stands_out_a_slower_one_does_not():
+    """27 real demonstrations of a Franka FR3 stacking cubes (test/data/demos, Apache-2.0): a copy played backwards
+    and one with its joints recorded in the wrong order are flagged; the same demo replayed at half or 1.6x speed
+    is not, and scores as its original does."""
+    from pathlib import Path
+
+    data = np.load(Path(__file__).parent / 'data' / 'demos' / 'fr3_stack_cubes.npz')
+    names = [str(n) for n in data['names']]
+    demos = {f'demo{i:02d}': (data[f't_{i}'], data[f'q_{i}']) for i in range(int(data['n_episodes']))}
+
+    def resampled(t: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return resample_trajectory(np.round(t * 1e9).astype(np.int64), q)
+
+    t, q = demos['demo04']
+    trajectories = {k: resampled(*v) for k, v in demos.items()}
+    trajectories['backwards'] = resampled(t, q[::-1].copy())
+    trajectories['miswired'] = resampled(t, q[:, [1, 0, 2, 4, 3, 5, 6]])
+    trajectories['half_speed'] = resampled(t * 2, q)
+    trajectories['fast'] = resampled(t / 1.6, q)
+    result = task_consistency(trajectories, 'stack', names=names)
+
+    assert result['backwards'].outlier and result['miswired'].outlier
+    assert not result['half_speed'].outlier and not result['fast'].outlier
+    assert result['half_speed'].normalized == pytest.approx(result['demo04'].normalized, rel=0.1)
+    assert result['miswired'].far_joints and set(result['miswired'].far_joints) <= set(names)

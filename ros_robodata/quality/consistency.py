@@ -39,6 +39,15 @@ _MIN_EPISODES = 3
 _IDLE_FRACTION = 0.1
 # The rates along the path weigh this much against the positions.
 _RATE_WEIGHT = 1.0
+# A demo's motion starts when the arm is this fraction of its largest excursion away from its start pose (and ends
+# alike, towards its end pose).
+_EDGE_FRACTION = 0.05
+# Stretches of the course judged on their own as well, and how much more unusual one must be than the whole
+# demo would need to be (five looks at one demo find a high z more often than one).
+_PHASES = 5
+_PHASE_EXTRA_Z = 2.0
+# Five spreads estimated from a handful of demos are too rough to judge by: the stretches are judged from this many.
+_MIN_EPISODES_PER_PHASE = 10
 # The span of a demo that is reported as where it differs most (a fraction of its course).
 _SPAN = 0.2
 
@@ -112,23 +121,65 @@ class _Columns:
 
     moving: np.ndarray  # arm column indices that move in the task
     idle: np.ndarray  # arm column indices that do not
-    gripper: np.ndarray  # gripper column indices (scaled on their own: other units)
-    arm_scale: float
-    gripper_scale: np.ndarray
+    gripper: np.ndarray  # gripper (or hand) column indices that move in the task
+    arm_scale: float  # the arm's typical motion within a demo (its units)
+    gripper_scale: float  # the gripper's, in its own units
+
+
+def _group(spread: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """A group of columns in one unit (the arm; the gripper or hand): those that move in the task, those idle in
+    it, and the group's typical motion within a demo."""
+    if not len(columns):
+        return columns, columns, 1.0
+    typical = np.median(spread[:, columns], axis=0)
+    most = float(typical.max())
+    if most <= 0:
+        return columns[:0], columns, 1.0
+    moving = columns[typical >= _IDLE_FRACTION * most]
+    idle = columns[typical < _IDLE_FRACTION * most]
+    scale = float(np.median(np.sqrt(np.mean(spread[:, moving] ** 2, axis=1))))
+    return moving, idle, scale if scale > 0 else 1.0
 
 
 def _columns(series: list[np.ndarray], width: int, gripper: Sequence[int]) -> _Columns:
     spread = np.array([np.std(s, axis=0) for s in series])  # episodes x columns: motion within each demo
-    typical = np.median(spread, axis=0)
     grip = np.array(sorted({g for g in gripper if 0 <= g < width}), dtype=int)
     arm = np.array([c for c in range(width) if c not in set(grip.tolist())], dtype=int)
-    most = float(typical[arm].max()) if len(arm) else 0.0
-    moving = arm[typical[arm] >= _IDLE_FRACTION * most] if most > 0 else np.array([], dtype=int)
-    idle = np.array([c for c in arm if c not in set(moving.tolist())], dtype=int)
-    arm_scale = float(np.median(np.sqrt(np.mean(spread[:, moving] ** 2, axis=1)))) if len(moving) else 1.0
-    grip = grip[typical[grip] > 0]  # a gripper that never moves adds nothing
-    gripper_scale = typical[grip]
-    return _Columns(moving, idle, grip, arm_scale if arm_scale > 0 else 1.0, gripper_scale)
+    moving, idle, arm_scale = _group(spread, arm)
+    grip, _, grip_scale = _group(spread, grip)  # a hand's still fingers add nothing, nor are they a rest pose
+    return _Columns(moving, idle, grip, arm_scale, grip_scale)
+
+
+def _active(series: np.ndarray, cols: _Columns) -> np.ndarray:
+    """The demo from when the arm leaves its start pose to when it reaches its end pose, resampled to as many
+    points: a wait at the start or end (the operator getting ready, the recording stopped late) is no part of the
+    motion, and left in it would squeeze the motion into a different share of the course from demo to demo."""
+    if not len(cols.moving):
+        return series
+    arm = series[:, cols.moving]
+    left = np.linalg.norm(arm - arm[0], axis=1)
+    arrive = np.linalg.norm(arm - arm[-1], axis=1)
+    threshold = _EDGE_FRACTION * max(float(left.max()), float(arrive.max()))
+    if threshold <= 0:
+        return series
+    moved = np.flatnonzero(left > threshold)
+    still = np.flatnonzero(arrive > threshold)
+    begin = max(0, int(moved[0]) - 1) if len(moved) else 0
+    end = min(len(series) - 1, int(still[-1]) + 1) if len(still) else len(series) - 1
+    if end - begin < 0.1 * len(series):
+        return series
+    grid = np.linspace(begin, end, len(series))
+    index = np.arange(len(series))
+    return np.column_stack([np.interp(grid, index, series[:, c]) for c in range(series.shape[1])])
+
+
+def _despike(values: np.ndarray, width: int = 5) -> np.ndarray:
+    """A running median over `width` points: a one-sample glitch of an encoder is not a motion."""
+    if len(values) < width:
+        return values
+    half = width // 2
+    padded = np.pad(values, ((half, half), (0, 0)), mode='edge')
+    return np.median(np.lib.stride_tricks.sliding_window_view(padded, width, axis=0), axis=-1)
 
 
 def _features(series: np.ndarray, cols: _Columns, relative: bool) -> np.ndarray:
@@ -136,7 +187,9 @@ def _features(series: np.ndarray, cols: _Columns, relative: bool) -> np.ndarray:
     arm = series[:, cols.moving]
     if relative:
         arm = arm - arm.mean(axis=0)
-    position = np.hstack([arm / cols.arm_scale, series[:, cols.gripper] / cols.gripper_scale])
+    # The gripper weighs as one joint, however many channels it has (a hand may have ten).
+    grip = series[:, cols.gripper] / (cols.gripper_scale * math.sqrt(max(1, len(cols.gripper))))
+    position = _despike(np.hstack([arm / cols.arm_scale, grip]))
     # Rates of a lightly smoothed path: sensor noise differentiated would otherwise be most of every distance.
     width = max(1, len(series) // 40)
     kernel = np.ones(width) / width
@@ -186,7 +239,7 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: S
         # Nothing moves in any demo: there is no path to compare.
         return {i: Consistency(i, task, 0.0, math.nan, math.nan, False, ids[0], k == 0, idle_joints=idle_names)
                 for k, i in enumerate(ids)}
-    features = [_features(s, cols, relative) for s in series]
+    features = [_features(_active(s, cols), cols, relative) for s in series]
     band = None
     if window is not None:
         if window <= 0:
@@ -205,12 +258,17 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: S
     k = neighbours if neighbours is not None else max(2, round(0.05 * len(ids)))
     k = max(1, min(k, len(ids) - 1))
     others = matrix + np.diag(np.full(len(ids), np.inf))
-    nearest = np.sort(others, axis=1)[:, :k]
-    distances = nearest.mean(axis=1)
-    median = float(np.median(distances))
-    mad = float(np.median(np.abs(distances - median)))
-    normalized = distances / median if median > 0 else np.full(len(ids), math.nan)
-    robust_z = (distances - median) / (_MAD_TO_STD * mad) if mad > 0 else np.full(len(ids), math.nan)
+    order = np.argsort(others, axis=1)[:, :k]
+    distances = np.median(np.take_along_axis(others, order, axis=1), axis=1)
+    normalized, robust_z = _unusual(distances)
+    if _PHASES > 1 and len(ids) >= _MIN_EPISODES_PER_PHASE:
+        # The same per stretch of the course: a detour in one phase is not diluted by the rest of the demo.
+        profiles = _phase_profiles(features, order, band)
+        for w in range(_PHASES):
+            n_w, z_w = _unusual(profiles[:, w])
+            worse = np.nan_to_num(z_w, nan=-np.inf) - _PHASE_EXTRA_Z > np.nan_to_num(robust_z, nan=-np.inf)
+            normalized = np.where(worse, n_w, normalized)
+            robust_z = np.where(worse, z_w - _PHASE_EXTRA_Z, robust_z)
     outliers = (robust_z > z_limit) & (normalized > _MIN_OUTLIER_RATIO)  # False when either is nan
     rest = _rest_offsets(series, cols.idle, names, z_limit)
     typical = [j for j in range(len(ids)) if not outliers[j]]
@@ -228,12 +286,35 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: S
     return out
 
 
+def _unusual(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value over the median (1.0 = typical) and its robust z; nan where the spread gives no scale."""
+    median = float(np.median(values))
+    mad = float(np.median(np.abs(values - median)))
+    normalized = values / median if median > 0 else np.full(len(values), math.nan)
+    robust_z = (values - median) / (_MAD_TO_STD * mad) if mad > 0 else np.full(len(values), math.nan)
+    return normalized, robust_z
+
+
+def _phase_profiles(features: list[np.ndarray], order: np.ndarray, band: int | None) -> np.ndarray:
+    """Per episode and stretch of its course (_PHASES equal parts), the DTW cost against its nearest demos there
+    (the median over them), aligned on each warping path."""
+    out = np.zeros((len(features), _PHASES))
+    for j, near in enumerate(order):
+        costs = []
+        for r in near:
+            steps = np.array(dtw_ndim.warping_path(features[j], features[r], window=band, use_c=True))
+            cost = ((features[j][steps[:, 0]] - features[r][steps[:, 1]]) ** 2).sum(axis=1)
+            part = np.minimum(steps[:, 0] * _PHASES // len(features[j]), _PHASES - 1)
+            costs.append(np.sqrt(np.bincount(part, weights=cost, minlength=_PHASES)))
+        out[j] = np.median(costs, axis=0)
+    return out
+
+
 def _where_far(episode: np.ndarray, reference: np.ndarray, cols: _Columns, names: list[str], band: int | None
                ) -> tuple[tuple[str, ...], tuple[float, float]]:
     """Aligned on the DTW path: the joints with the largest share of the cost, and the stretch of the episode's
     course (a fifth of it) where the cost gathers."""
-    path = dtw_ndim.warping_path(episode, reference, window=band) if band else \
-        dtw_ndim.warping_path(episode, reference)
+    path = dtw_ndim.warping_path(episode, reference, window=band, use_c=True)
     steps = np.array(path)
     diff = (episode[steps[:, 0]] - reference[steps[:, 1]]) ** 2
     joints = [*cols.moving.tolist(), *cols.gripper.tolist()]
