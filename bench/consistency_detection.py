@@ -225,7 +225,11 @@ def judge(demos: Demos, trials: int, rng: np.random.Generator) -> dict:
     np.fill_diagonal(gaps, np.inf)
     spread = float(np.median(gaps.min(axis=1))) * demos.rad_per_unit
     detour = 0.4 * math.sqrt(2 * 0.375 / len(moving))  # in its 30%: two joints, a raised cosine (mean square 3/8)
-    return {'n': len(base), 'seconds': seconds, 'spread_rad': spread, 'detour_rad': detour, 'counts': counts,
+    # Whether longer demos really move more: then a value that follows length follows the demos, not the clock.
+    path = np.array([np.abs(np.diff(q[:, moving], axis=0)).sum() for _, q in demos.episodes])
+    rho_path = spearman(path, lengths)
+    return {'n': len(base), 'seconds': seconds, 'spread_rad': spread, 'detour_rad': detour, 'rho_path': rho_path,
+            'counts': counts,
             'flagged_clean': flagged_clean,
             'clean_in_trials': clean_in_trials, 'rho_length': spearman(values, lengths),
             'rho_order': spearman(values, np.arange(len(values))), 'examples': examples,
@@ -275,7 +279,7 @@ def main() -> int:
         print(f'   own demos flagged: {flagged}/{r["n"]} alone, {r["clean_in_trials"][0]}/{r["clean_in_trials"][1]} '
               f'with the planted copies  {" ".join(r["flagged_clean"][:5])}')
         print(f'   Spearman rho of the value: against length {r["rho_length"]:+.2f}, against recording order '
-              f'{r["rho_order"]:+.2f}')
+              f'{r["rho_order"]:+.2f}; the demos\' own path length against their length {r["rho_path"]:+.2f}')
         for line in r['examples'][:3]:
             print(f'   e.g. {line}')
         total_clean[0] += r['clean_in_trials'][0]
