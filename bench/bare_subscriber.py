@@ -18,6 +18,9 @@ from ros_robodata.signals.cdr import header_stamp_ns
 
 def main() -> int:
     profile = load_profile(sys.argv[1])
+    # A reliable reader does not match a best-effort writer: `best_effort` as the second argument for sensor QoS.
+    best_effort = len(sys.argv) > 2 and sys.argv[2] == 'best_effort'
+    reliability = ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE
     rclpy.init()
     node = rclpy.create_node('bare_subscriber')
     counts: dict[str, int] = {}
@@ -27,7 +30,7 @@ def main() -> int:
         if msgclass is None:
             continue
         counts[spec.topic] = 0
-        qos = QoSProfile(depth=max(100, int(5 * (spec.rate_hz or 0))), reliability=ReliabilityPolicy.RELIABLE,
+        qos = QoSProfile(depth=max(100, int(5 * (spec.rate_hz or 0))), reliability=reliability,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL if spec.latched else DurabilityPolicy.VOLATILE)
 
         def count(data: bytes, topic: str = spec.topic) -> None:

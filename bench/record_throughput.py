@@ -37,8 +37,16 @@ PHOTOS = HERE.parent / 'test' / 'data' / 'photos'
 TICK = os.sysconf('SC_CLK_TCK')
 
 
-def env_for(domain: int) -> dict[str, str]:
-    return {**os.environ, 'ROS_DOMAIN_ID': str(domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+DDS_PROFILE: str | None = None  # a Fast DDS XML profile for the receiving side (recorder and bare subscriber)
+PUBLISHER_DDS_PROFILE: str | None = None  # and one for the rig's publisher (a driver's own participant)
+
+
+def env_for(domain: int, receiver: bool = False) -> dict[str, str]:
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+    profile = DDS_PROFILE if receiver else PUBLISHER_DDS_PROFILE
+    if profile:
+        env['FASTRTPS_DEFAULT_PROFILES_FILE'] = env['FASTDDS_DEFAULT_PROFILES_FILE'] = profile
+    return env
 
 
 def process_tree(pid: int) -> list[int]:
@@ -118,7 +126,7 @@ def run_recorder(seconds: float, load: list[str], workdir: Path) -> dict:
     dataset = workdir / f'ds_{domain}'
     log = open(workdir / f'recorder_{domain}.log', 'w')  # noqa: SIM115 - closed below; a pipe nobody reads would block it
     proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'record', '--profile', str(PROFILE),
-                             '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain),
+                             '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain, receiver=True),
                             stdout=log, stderr=subprocess.STDOUT)
     client = ServiceClient(domain)
     try:
@@ -149,7 +157,9 @@ def run_recorder(seconds: float, load: list[str], workdir: Path) -> dict:
 
 def run_bare(seconds: float, load: list[str]) -> dict:
     domain = random.randint(1, 200)
-    proc = subprocess.Popen([sys.executable, str(HERE / 'bare_subscriber.py'), str(PROFILE)], env=env_for(domain),
+    proc = subprocess.Popen([sys.executable, str(HERE / 'bare_subscriber.py'), str(PROFILE),
+                             'best_effort' if '--best-effort' in load else 'reliable'],
+                            env=env_for(domain, receiver=True),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         time.sleep(2.0)
@@ -168,16 +178,28 @@ def run_bare(seconds: float, load: list[str]) -> dict:
 
 def report(name: str, rec: dict, bare: dict) -> tuple[int, int, int, int]:
     print(f'\n== {name} load ==')
-    print(f'{"topic":28} {"published":>10} {"recorded":>10} {"rec lost":>9} {"bare pub":>9} {"bare got":>9}')
+    print(f'{"topic":28} {"published":>10} {"recorded":>10} {"rec lost":>9} {"bare pub":>9} {"bare got":>9} '
+          f'{"rec/bare":>9}')
     rec_lost = rec_total = bare_total = rec_kept = 0
+    # per kind: recorder published, recorded, bare published, bare received
+    kinds = {'small': [0, 0, 0, 0], 'camera and LiDAR': [0, 0, 0, 0]}
     for topic in sorted(rec['published']):
         pub, got = rec['published'][topic], rec['received'].get(topic, 0)
         bpub, bgot = bare['published'].get(topic, 0), bare['received'].get(topic, 0)
-        print(f'{topic:28} {pub:10d} {got:10d} {pub - got:9d} {bpub:9d} {bgot:9d}')
+        ratio = (got / pub) / (bgot / bpub) if pub and bpub and bgot else float('nan')
+        print(f'{topic:28} {pub:10d} {got:10d} {pub - got:9d} {bpub:9d} {bgot:9d} {ratio:9.3f}')
+        large = any(word in topic for word in ('image', 'camera', 'lidar', 'points'))
+        kind = kinds['camera and LiDAR' if large else 'small']
+        for i, n in enumerate((pub, got, bpub, bgot)):
+            kind[i] += n
         rec_lost += pub - got
         rec_total += pub
         rec_kept += got
         bare_total += bgot
+    for kind, (pub, got, bpub, bgot) in kinds.items():
+        if pub and bpub:
+            print(f'{kind} messages lost: recorder {100 * (pub - got) / pub:.2f}%, bare subscriber '
+                  f'{100 * (bpub - bgot) / bpub:.2f}%')
     loss = rec['loss']
     print(f'recorder (ROS process + writer process): CPU {rec["cpu_pct"]:.0f}% of one core, '
           f'peak RSS {rec["peak_rss_mb"]:.0f} MiB, '
@@ -199,8 +221,30 @@ def main() -> int:
     parser.add_argument('--seconds', type=float, default=20.0, help='publishing time per phase')
     parser.add_argument('--saturate-hz', type=float, default=8000.0, help='joint state and wrench rate when saturating')
     parser.add_argument('--phases', default='rig,saturating', help='which phases to run, comma-separated')
+    parser.add_argument('--publisher-depth', type=int, default=0,
+                        help='publisher history depth (10: ros2_control and most camera drivers; 0: 2 s of history)')
+    parser.add_argument('--publisher-qos', choices=('reliable', 'sensor'), default='reliable',
+                        help='sensor: best effort, depth 5 (the sensor-data QoS of many drivers)')
+    parser.add_argument('--busy-core', action='store_true',
+                        help='another process keeps one core busy through every phase (the recorder and the bare '
+                             'subscriber alike)')
+    parser.add_argument('--dds-profile', help='Fast DDS XML profile for the recorder and the bare subscriber '
+                        '(e.g. config/dds/fastdds_recorder.xml)')
+    parser.add_argument('--publisher-dds-profile', help="Fast DDS XML profile for the rig's publisher (what a driver "
+                        'would be started with)')
     args = parser.parse_args()
+    global DDS_PROFILE, PUBLISHER_DDS_PROFILE
+    DDS_PROFILE = str(Path(args.dds_profile).resolve()) if args.dds_profile else None
+    PUBLISHER_DDS_PROFILE = str(Path(args.publisher_dds_profile).resolve()) if args.publisher_dds_profile else None
     rig = ['--cameras', '3']
+    if args.publisher_qos == 'sensor':
+        rig += ['--best-effort', '--depth', str(args.publisher_depth or 5)]
+    elif args.publisher_depth:
+        rig += ['--depth', str(args.publisher_depth)]
+    depth = args.publisher_depth or (5 if args.publisher_qos == 'sensor' else '2 s of history')
+    print(f'publishers: {args.publisher_qos}, depth {depth}'
+          f'{"; one core kept busy by another process" if args.busy_core else ""}', flush=True)
+    busy = subprocess.Popen([sys.executable, '-c', 'while True: pass']) if args.busy_core else None
     saturating = [*rig, '--joint-hz', str(args.saturate_hz), '--wrench-hz', str(args.saturate_hz)]
     with tempfile.TemporaryDirectory(prefix='robodata_bench_') as tmp:
         results = {}
@@ -212,6 +256,9 @@ def main() -> int:
             print(f'[{name}] bare subscriber ...', flush=True)
             bare = run_bare(args.seconds, load)
             results[name] = report(name, rec, bare)
+    if busy is not None:
+        busy.kill()
+        busy.wait()
     print('\n== summary ==')
     if 'rig' in results:
         lost, total, _, _ = results['rig']

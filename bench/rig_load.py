@@ -42,6 +42,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument('--lidar-points', type=int, default=30000)
     p.add_argument('--scale', type=float, default=1.0, help='multiply every rate (saturation runs)')
     p.add_argument('--best-effort', action='store_true', help='publish sensor streams best effort')
+    p.add_argument('--depth', type=int, default=0,
+                   help='publisher history depth as real drivers set it (ros2_control: 10; sensor data: 5); '
+                        '0: 2 s of history')
     p.add_argument('--photos', help='folder of real photos to use as camera frames (default: synthetic)')
     p.add_argument('--gap', action='append', default=[],
                    help='TOPIC:START_S:END_S: skip publishing TOPIC in that window (loss injection)')
@@ -81,7 +84,8 @@ def build_streams(node, args):  # -> list of (topic, rate_hz, publisher, make(se
         # 2 s of history: this one Python thread stalls now and then and catches up in bursts, which
         # a shorter history would drop before any subscriber could acknowledge them (a C++ driver
         # publishing steadily does not burst like that).
-        return QoSProfile(depth=max(100, int(2 * rate_hz * args.scale)), reliability=reliability)
+        depth = args.depth if args.depth > 0 else max(100, int(2 * rate_hz * args.scale))
+        return QoSProfile(depth=depth, reliability=reliability)
     streams = []
 
     def stamped(msg, stamp_ns, frame):
