@@ -38,6 +38,7 @@ _COLOURS = {0: (0.3, 1.0, 0.3), 1: (1.0, 0.8, 0.2), 2: (1.0, 0.25, 0.25), 3: (0.
 
 
 _BEAT_S = 0.05
+_BEAT_NS = int(_BEAT_S * 1e9)
 _STALL_NS = 20_000_000  # a beat this late: the monitor's callbacks ran late
 
 
@@ -130,10 +131,10 @@ class QualityMonitorNode(Node):
 
     def _beat(self) -> None:
         now = self._clock_ns()
-        due = None if self._beat_ns is None else self._beat_ns + int(_BEAT_S * 1e9)
+        due = None if self._beat_ns is None else self._beat_ns + _BEAT_NS
         self._beat_ns = now
         if due is not None and now - due > _STALL_NS:
-            self.live.stalled(due, now, int(_BEAT_S * 1e9))
+            self.live.stalled(due, now, _BEAT_NS)
             if now - due > 100_000_000:
                 self.get_logger().info(f'the monitor ran {(now - due) / 1e6:.0f} ms late (this computer is busy): '
                                        'messages it timed late then are not counted against their topics',

@@ -21,7 +21,6 @@ class PaceWatch:
         self.worst = 0.0
         self._said = 0.0
         self._ok_since: float | None = None
-        self.stretches = 0
 
     def update(self, behind_s: float, now: float) -> None:
         """How far behind its stamps the cell published this step, at monotonic time `now`."""
@@ -29,7 +28,6 @@ class PaceWatch:
             self._ok_since = None
             if self.since is None:
                 self.since, self.worst, self._said = now, behind_s, 0.0
-                self.stretches += 1
                 self.node.get_logger().warning(f'falling behind real time ({behind_s * 1e3:.0f} ms): this computer '
                                                'is too busy for the cell; its messages go out late')
             self.worst = max(self.worst, behind_s)

@@ -37,8 +37,6 @@ _MIN_EPISODES = 3
 # An arm joint moving less than this fraction of the task's most moving joint (typical spread within a demo, the
 # same units: the arm's joints are all rad, or all degrees) is idle in this task.
 _IDLE_FRACTION = 0.1
-# The rates along the path weigh this much against the positions.
-_RATE_WEIGHT = 1.0
 # A demo's motion starts when the arm is this fraction of its largest excursion away from its start pose (and ends
 # alike, towards its end pose).
 _EDGE_FRACTION = 0.05
@@ -168,9 +166,7 @@ def _active(series: np.ndarray, cols: _Columns) -> np.ndarray:
     end = min(len(series) - 1, int(still[-1]) + 1) if len(still) else len(series) - 1
     if end - begin < 0.1 * len(series):
         return series
-    grid = np.linspace(begin, end, len(series))
-    index = np.arange(len(series))
-    return np.column_stack([np.interp(grid, index, series[:, c]) for c in range(series.shape[1])])
+    return resample_trajectory(np.arange(begin, end + 1), series[begin:end + 1], len(series))
 
 
 def _despike(values: np.ndarray, width: int = 5) -> np.ndarray:
@@ -197,7 +193,7 @@ def _features(series: np.ndarray, cols: _Columns, relative: bool) -> np.ndarray:
     smooth = np.column_stack([np.convolve(padded[:, c], kernel, mode='same')[width:-width]
                               for c in range(position.shape[1])])
     rate = np.gradient(smooth, axis=0) * (len(series) / (2 * math.pi))
-    return np.ascontiguousarray(np.hstack([position, _RATE_WEIGHT * rate]), dtype=np.float64)
+    return np.ascontiguousarray(np.hstack([position, rate]), dtype=np.float64)
 
 
 def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: Sequence[str] | None = None,
@@ -295,6 +291,13 @@ def _unusual(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return normalized, robust_z
 
 
+def _aligned(episode: np.ndarray, other: np.ndarray, band: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The DTW warping path between two demos (pairs of indices) and the squared difference of each feature along
+    it."""
+    steps = np.array(dtw_ndim.warping_path(episode, other, window=band, use_c=True))
+    return steps, (episode[steps[:, 0]] - other[steps[:, 1]]) ** 2
+
+
 def _phase_profiles(features: list[np.ndarray], order: np.ndarray, band: int | None) -> np.ndarray:
     """Per episode and stretch of its course (_PHASES equal parts), the DTW cost against its nearest demos there
     (the median over them), aligned on each warping path."""
@@ -302,8 +305,8 @@ def _phase_profiles(features: list[np.ndarray], order: np.ndarray, band: int | N
     for j, near in enumerate(order):
         costs = []
         for r in near:
-            steps = np.array(dtw_ndim.warping_path(features[j], features[r], window=band, use_c=True))
-            cost = ((features[j][steps[:, 0]] - features[r][steps[:, 1]]) ** 2).sum(axis=1)
+            steps, diff = _aligned(features[j], features[r], band)
+            cost = diff.sum(axis=1)
             part = np.minimum(steps[:, 0] * _PHASES // len(features[j]), _PHASES - 1)
             costs.append(np.sqrt(np.bincount(part, weights=cost, minlength=_PHASES)))
         out[j] = np.median(costs, axis=0)
@@ -314,9 +317,7 @@ def _where_far(episode: np.ndarray, reference: np.ndarray, cols: _Columns, names
                ) -> tuple[tuple[str, ...], tuple[float, float]]:
     """Aligned on the DTW path: the joints with the largest share of the cost, and the stretch of the episode's
     course (a fifth of it) where the cost gathers."""
-    path = dtw_ndim.warping_path(episode, reference, window=band, use_c=True)
-    steps = np.array(path)
-    diff = (episode[steps[:, 0]] - reference[steps[:, 1]]) ** 2
+    steps, diff = _aligned(episode, reference, band)
     joints = [*cols.moving.tolist(), *cols.gripper.tolist()]
     per_joint = diff[:, :len(joints)] + diff[:, len(joints):]
     share = per_joint.sum(axis=0) / max(per_joint.sum(), 1e-12)

@@ -49,8 +49,7 @@ class LiveQuality:
         self.images = images
         self.episode_id = ''
         self._lock = threading.Lock()
-        self._stalls: list[tuple[int, int]] = []  # when the monitor's own callbacks ran late (begin, end ns)
-        self._stall_slack_ns = 0
+        self._stalls: list[tuple[int, int]] = []  # when the monitor's own callbacks may have run late (begin, end ns)
         self._checks = self._new_checks()
         self._fired: dict[tuple[str, str], list[int]] = {}  # (check, topic) -> [last receive ns, count]
         self.frames_skipped = 0
@@ -67,17 +66,9 @@ class LiveQuality:
         """The monitor's own callbacks ran late from `begin_ns` (give or take `slack_ns`) to `end_ns`: its process
         was busy. Messages it timed late then are excused as far as that wait explains them."""
         with self._lock:
-            self._stall_slack_ns = slack_ns
-            for timing in self._checks.timing.values():
-                timing.own_stall_slack_ns = slack_ns
-            self._stalls.append((begin_ns, end_ns))
+            self._stalls.append((begin_ns - slack_ns, end_ns + slack_ns))
             while self._stalls and end_ns - self._stalls[0][1] > 60_000_000_000:
                 del self._stalls[0]
-
-    @property
-    def excused_late(self) -> int:
-        """Late arrivals that the monitor's own stalls explained (over the current episode's checks)."""
-        return sum(t.excused_late for t in self._checks.timing.values())
 
     def _settle_late(self, now_ns: int | None) -> None:
         for topic, timing in self._checks.timing.items():
@@ -88,7 +79,6 @@ class LiveQuality:
         checks = EpisodeQuality(self.profile, images=False)
         for timing in checks.timing.values():
             timing.own_stalls = self._stalls
-            timing.own_stall_slack_ns = self._stall_slack_ns
         if self.images and self.profile.topics.cameras:
             limits = ImageLimits(blur_threshold=self.profile.quality.blur_threshold)
             checks.cameras = {c.topic: CameraWatch(c.topic, c.name, limits) for c in self.profile.topics.cameras}

@@ -242,14 +242,14 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
                        events: dict[str, list[dict] | None]) -> None:
     """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
     episodes of a task are compared on the joints they all have, in one order."""
-    from ros_robodata.quality.consistency import dataset_consistency, resample_trajectory
+    from ros_robodata.quality.consistency import resample_trajectory, task_consistency
 
     by_task: dict[str, list[str]] = {}
     for name, s in scores.items():
         if s.report.trajectory is not None and s.report.joint_names:
             by_task.setdefault(s.task, []).append(name)
     gripper = profile.topics.gripper.joint if profile.topics.gripper is not None else None
-    for names in by_task.values():
+    for task, names in by_task.items():
         shared = [j for j in scores[names[0]].report.joint_names
                   if all(j in scores[n].report.joint_names for n in names)]
         trajectories = {}
@@ -258,13 +258,13 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
             times, rows = report.trajectory
             columns = [report.joint_names.index(j) for j in shared]
             try:
-                trajectories[name] = (scores[name].task, resample_trajectory(times, np.asarray(rows)[:, columns]))
+                trajectories[name] = resample_trajectory(times, np.asarray(rows)[:, columns])
             except (ValueError, IndexError):
                 continue
         if not shared or not trajectories:
             continue
-        found = dataset_consistency(trajectories, names=shared, gripper=[gripper] if gripper in shared else [],
-                                    relative=profile.quality.consistency_relative)
+        found = task_consistency(trajectories, task, names=shared, gripper=[gripper] if gripper in shared else [],
+                                 relative=profile.quality.consistency_relative)
         for name, c in found.items():
             s = scores[name]
             s.consistency = {'distance': _num(c.distance), 'normalized': _num(c.normalized),

@@ -55,10 +55,9 @@ class StreamTiming:
         self._silent = Ranges(join_ns=0)
         self._latency_sum = 0.0
         self._latency_ref: float | None = None  # typical receive - stamp (ns), slowly followed
-        # A live monitor sets this: the times its own callbacks ran late (start, end ns), shared by its topics.
-        # Late messages are then held back until it is known whether the monitor's stall explains them.
+        # A live monitor sets this: the times its own callbacks may have run late (begin, end ns), shared by its
+        # topics. Late messages are then held back until it is known whether the monitor's stall explains them.
         self.own_stalls: list[tuple[int, int]] | None = None
-        self.own_stall_slack_ns = 0  # how long before a detected stall it may have begun
         self._held_late: list[tuple[int, int, float]] = []  # (stamp, receive ns, latency ms)
         self.excused_late = 0
 
@@ -154,10 +153,9 @@ class StreamTiming:
 
     def _own_fault(self, received_ns: int, latency_ms: float) -> bool:
         """The message waited in the receiver's own queue through a stall long enough to make it late."""
-        slack = self.own_stall_slack_ns
         for begin, end in self.own_stalls or ():
-            if begin - slack <= received_ns <= end + slack:
-                waited_ms = (received_ns - (begin - slack)) / 1e6
+            if begin <= received_ns <= end:
+                waited_ms = (received_ns - begin) / 1e6
                 if latency_ms - waited_ms <= self.limits.max_latency_ms:
                     return True
         return False

@@ -16,7 +16,7 @@ from ros_robodata.files import write_atomic
 from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
 from ros_robodata.report.figure import comparison_png, timeline_png
-from ros_robodata.report.page import EpisodeVisuals, render_report
+from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
 from ros_robodata.report.scores import ScoredEpisode, load_scores
 from ros_robodata.report.signals import read_signals
 
@@ -120,7 +120,7 @@ def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile,
                              notes=signals.notes)
     if reference is not None:
         c = ep.quality['consistency']
-        span, joints = c.get('far_span'), c.get('far_joints')
+        joints = c.get('far_joints')
         try:
             theirs = read_signals(reference[0], reference[1], profile)
         except RobodataError as err:
@@ -129,6 +129,5 @@ def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile,
         else:
             visuals.comparison = comparison_png(
                 signals, theirs, [str(j) for j in joints] if isinstance(joints, list) else [], reference[1].id,
-                (float(span[0]), float(span[1])) if isinstance(span, list) and len(span) == 2
-                and all(isinstance(x, (int, float)) for x in span) else None)
+                far_span(c))
     return visuals

@@ -100,6 +100,15 @@ def _verdict(quality: dict[str, Any]) -> str:
     return text
 
 
+def far_span(consistency: dict[str, Any]) -> tuple[float, float] | None:
+    """Where in its course a consistency outlier differs most, as quality.json says it; None when it does not say
+    it in that shape (an older or hand-edited file)."""
+    span = consistency.get('far_span')
+    if isinstance(span, list) and len(span) == 2 and all(isinstance(x, (int, float)) for x in span):
+        return float(span[0]), float(span[1])
+    return None
+
+
 def _consistency(quality: dict[str, Any]) -> str:
     c = quality.get('consistency') or {}
     normalized = c.get('normalized')
@@ -193,9 +202,8 @@ def _episode_html(ep: ScoredEpisode, v: EpisodeVisuals) -> str:
         medoid = ' (the task\'s medoid)' if c.get('medoid') == ep.id else f' (medoid {_e(c.get("medoid"))})'
         out.append(f'<p>Consistency: {_consistency(ep.quality)} times the typical DTW distance to the nearest '
                    f'demonstrations of the task{medoid}.</p>')
-        span, joints = c.get('far_span'), c.get('far_joints')
-        if c.get('outlier') is True and isinstance(span, list) and len(span) == 2 \
-                and all(isinstance(x, (int, float)) for x in span) and isinstance(joints, list):
+        span, joints = far_span(c), c.get('far_joints')
+        if c.get('outlier') is True and span is not None and isinstance(joints, list):
             out.append(f'<p class="error">Unlike the others: most in {_e(", ".join(str(j) for j in joints))} '
                        f'at {span[0]:.0%}-{span[1]:.0%} of its course, against {_e(c.get("reference"))}.</p>')
     if v.problem:
