@@ -229,7 +229,7 @@ def main() -> int:
                         help='another process keeps one core busy through every phase (the recorder and the bare '
                              'subscriber alike)')
     parser.add_argument('--dds-profile', help='Fast DDS XML profile for the recorder and the bare subscriber '
-                        '(e.g. config/dds/fastdds_recorder.xml)')
+                        '(e.g. config/dds/fastdds_rig.xml)')
     parser.add_argument('--publisher-dds-profile', help="Fast DDS XML profile for the rig's publisher (what a driver "
                         'would be started with)')
     args = parser.parse_args()

@@ -225,6 +225,9 @@ def test_loss_is_counted_from_header_stamp_gaps(tmp_path):
     saved = rec.dataset.episode(episode.id)
     assert saved.loss['topics']['/joint_states']['missing_by_stamp'] == 8
     assert saved.loss['topics']['/joint_states']['gaps'] == 2
+    # where: seconds after the episode's first stamp, the last sample before each gap and the first after it
+    assert saved.loss['topics']['/joint_states']['gaps_at'] == [
+        {'after_s': 0.49, 'before_s': 0.57, 'missing': 7}, {'after_s': 1.19, 'before_s': 1.21, 'missing': 1}]
     assert saved.loss['total_lost'] == 8
     assert saved.topics['/joint_states']['count'] == len(seqs)
     assert saved.loss['topics']['/joint_states']['latency_ms_mean'] == pytest.approx(1.0, abs=0.01)

@@ -44,7 +44,7 @@ def fill_stats(episode: Episode, stats: dict[str, TopicStats]) -> None:
         'total_lost': sum(s.lost for s in stats.values()),
         'missing_by_stamp': sum(s.missing_by_stamp for s in stats.values()),
         'dropped_by_recorder': 0,
-        'topics': {topic: s.loss() for topic, s in stats.items()},
+        'topics': {topic: s.loss(episode.stamp_start_ns) for topic, s in stats.items()},
     }
 
 

@@ -25,7 +25,9 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
+from ros_robodata.profile.schema import IMAGE
 from ros_robodata.quality.timing import silence
+from ros_robodata.record.host_check import check_host, frame_loss_advice
 from ros_robodata.record.recorder import RecorderSettings, Transition
 from ros_robodata.record.writer_process import RecorderProcess
 from ros_robodata.srv import SetOutcome, StartEpisode
@@ -90,6 +92,11 @@ class RecorderNode(Node):
         self.get_logger().info(
             f'recording {len(self._pending) + len(self._recorded)} topic(s) of {self.profile.robot.name} '
             f'into {dataset.root}; waiting for ~/start_episode')
+        topics = self.profile.topics
+        large = bool(topics.lidars) or any(camera.type == IMAGE for camera in topics.cameras)
+        self._advised: set[str] = set()  # topics whose frame loss was explained once
+        for finding in check_host(large):
+            self.get_logger().warning(f'host setting: {finding}')
 
     # -- subscriptions ----------------------------------------------------------------------------
 
@@ -234,6 +241,13 @@ class RecorderNode(Node):
                 item.message += f', back after a silence ({t["missing"]} sample(s) missing)'
             elif t['missing']:
                 item.level, item.message = DiagnosticStatus.WARN, f'{t["missing"]} sample(s) lost in the last period'
+                advice = frame_loss_advice(topic, t['bytes'] / max(t['count'], 1))
+                if advice and topic not in self._advised:
+                    self._advised.add(topic)
+                    self.get_logger().warning(advice)
+                if t['gap_stamps_ns'] and status['stamp_origin_ns']:
+                    before, after = (round((s - status['stamp_origin_ns']) / 1e9, 2) for s in t['gap_stamps_ns'])
+                    item.message += f' (between {before} s and {after} s of the episode)'
             item.values = [KeyValue(key='count', value=str(t['count'])), KeyValue(key='lost', value=str(t['lost']))]
             array.status.append(item)
         self._diagnostics.publish(array)

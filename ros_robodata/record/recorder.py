@@ -402,7 +402,7 @@ class EpisodeRecorder:
         episode.stop_ns = max(last) if last else t_ns
         episode.topics = {topic: stats.summary() for topic, stats in self._stats.items()}
         episode.stamp_start_ns, episode.stamp_stop_ns = stamp_range(self._stats.values())
-        per_topic = {topic: stats.loss() for topic, stats in self._stats.items()}
+        per_topic = {topic: stats.loss(episode.stamp_start_ns) for topic, stats in self._stats.items()}
         episode.loss = {
             'total_lost': sum(s.lost for s in self._stats.values()),
             'missing_by_stamp': sum(s.missing_by_stamp for s in self._stats.values()),
@@ -465,8 +465,9 @@ class EpisodeRecorder:
         episode = self._episode
         topics = {}
         for topic, stats in (self._stats.items() if episode is not None else ()):  # per topic: only while recording
-            received, missing = stats.take_window()
-            topics[topic] = {'received': received, 'missing': missing, 'count': stats.count,
+            received, missing, gap = stats.take_window()
+            topics[topic] = {'received': received, 'missing': missing, 'gap_stamps_ns': gap, 'count': stats.count,
+                             'bytes': stats.bytes,
                              'lost': stats.lost, 'expected_rate_hz': stats.expected_rate_hz,
                              'last_t_ns': stats.last_t_ns, 'latched': stats.latched}
         return {
@@ -474,6 +475,8 @@ class EpisodeRecorder:
             'elapsed_s': (self._clock_ns() - episode.marked_start_ns) / 1e9 if episode and episode.marked_start_ns
             else None,
             'marked_start_ns': episode.marked_start_ns if episode else None,
+            # gaps are told in seconds after the episode's earliest header stamp, as episode.yaml's loss tells them
+            'stamp_origin_ns': stamp_range(self._stats.values())[0] if episode else None,
             'queued_bytes': self._enqueued_bytes - self._taken_bytes,
             'dropped_by_recorder': sum(self._dropped.values()),
             'topics': topics,

@@ -16,6 +16,7 @@ from ros_robodata.signals.cdr import header_stamp_ns
 
 GAP_FACTOR = 1.5
 _LEARN_SAMPLES = 20
+GAPS_KEPT = 20  # where samples went missing: the first gaps of an episode, enough to find them in the bag
 
 
 @dataclass
@@ -42,6 +43,8 @@ class TopicStats:
     latency_samples: int = 0
     window_count: int = 0
     window_missing: int = 0
+    gap_stamps: list[tuple[int, int, int]] = field(default_factory=list)  # (stamp before, stamp after, missing)
+    window_gap: tuple[int, int] | None = None  # the stamps around the last gap since the last window
     _intervals: list[int] = field(default_factory=list)
     _learnt_period_ns: float | None = None
 
@@ -94,11 +97,15 @@ class TopicStats:
             self.gaps += 1
             self.missing_by_stamp += missing
             self.window_missing += missing
+            self.window_gap = (previous, stamp)
+            if len(self.gap_stamps) < GAPS_KEPT:
+                self.gap_stamps.append((previous, stamp, missing))
 
-    def take_window(self) -> tuple[int, int]:
-        """(received, missing) since the last call: what live diagnostics report."""
-        window = (self.window_count, self.window_missing)
+    def take_window(self) -> tuple[int, int, tuple[int, int] | None]:
+        """(received, missing, stamps around the last gap) since the last call: what live diagnostics report."""
+        window = (self.window_count, self.window_missing, self.window_gap)
         self.window_count = self.window_missing = 0
+        self.window_gap = None
         return window
 
     @property
@@ -123,11 +130,15 @@ class TopicStats:
             'latched': self.latched,
         }
 
-    def loss(self) -> dict[str, Any]:
+    def loss(self, start_stamp_ns: int | None = None) -> dict[str, Any]:
+        """What episode.yaml keeps of what went missing; gap times in seconds after start_stamp_ns when given."""
         mean = self.latency_sum_ns / self.latency_samples / 1e6 if self.latency_samples else None
+        origin = start_stamp_ns or 0
         return {
             'missing_by_stamp': self.missing_by_stamp,
             'gaps': self.gaps,
+            'gaps_at': [{'after_s': round((before - origin) / 1e9, 6), 'before_s': round((after - origin) / 1e9, 6),
+                         'missing': missing} for before, after, missing in self.gap_stamps],
             'dropped_by_recorder': self.dropped_by_recorder,
             'out_of_order_stamps': self.out_of_order,
             'duplicate_stamps': self.duplicate_stamps,

@@ -10,6 +10,7 @@ Commands travel the same pipe as messages, so start/stop still cut the stream ex
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import signal
 import struct
@@ -28,6 +29,19 @@ _MESSAGE = b'M'
 _COMMAND = b'C'
 _HEADER = struct.Struct('<cHq')  # kind, topic index, receive time (ns)
 _REPLY_TIMEOUT_S = 30.0
+# The writer yields the CPU to intake: when the rig's computer is busy, the ROS process that takes
+# messages from DDS must win the free core, and the writer catches up from its queue afterwards.
+WRITER_NICENESS = 5
+NICENESS_ENV = 'ROBODATA_WRITER_NICENESS'  # 0 gives the writer the same priority (for measuring)
+
+
+def writer_niceness() -> int:
+    """How much lower the writer process runs than the ROS process (ROBODATA_WRITER_NICENESS, else 5)."""
+    value = os.environ.get(NICENESS_ENV, '').strip()
+    try:
+        return max(0, min(19, int(value))) if value else WRITER_NICENESS
+    except ValueError:
+        return WRITER_NICENESS
 
 
 class RecorderProcess:
@@ -156,6 +170,7 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
     # Ctrl-C reaches the whole process group; the ROS process decides how the episode ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.nice(writer_niceness())  # raising niceness needs no privilege
     out_lock = threading.Lock()
 
     def send(item: tuple[Any, ...]) -> None:
