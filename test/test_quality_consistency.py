@@ -400,3 +400,24 @@ def test_real_franka_demos_a_played_back_or_miswired_copy_stands_out_a_slower_on
     assert not result['half_speed'].outlier and not result['fast'].outlier
     assert result['half_speed'].normalized == pytest.approx(result['demo04'].normalized, rel=0.1)
     assert result['miswired'].far_joints and set(result['miswired'].far_joints) <= set(names)
+
+
+def test_where_an_outlier_differs_is_told_in_its_whole_recording_with_a_long_wait_before_the_motion():
+    """The operator waited at home for 60% of the recording before a demo with a detour: the stretch named (and
+    shaded in the report, and matched to the segmenter's phase) is where the detour is in the recording, not where
+    it is in the motion alone."""
+    rng = np.random.default_rng(5)
+    demos = _demos(rng, PICK, 20, 'ep')
+    stamps, positions = _demo(rng, PICK)
+    u = np.linspace(0, 1, len(stamps))
+    positions[:, [1, 2]] += (0.4 * np.clip(1 - np.abs(u - 0.3) / 0.1, 0, 1))[:, None]  # at 30% of the motion
+    wait = int(1.5 * len(stamps))
+    home = PICK[0] + rng.normal(0, 0.005, (wait, 6))
+    all_stamps = T0_NS + np.arange(wait + len(stamps)) * 10_000_000
+    waited = resample_trajectory(all_stamps, np.vstack([home, positions]))
+    result = task_consistency({**demos, 'waited': waited}, 'pick')
+
+    assert result['waited'].outlier
+    detour_at = (wait + 0.3 * len(stamps)) / (wait + len(stamps))  # 0.72 of the recording
+    begin, end = result['waited'].far_span
+    assert begin - 0.05 <= detour_at <= end + 0.05 and begin > 0.5

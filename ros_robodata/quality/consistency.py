@@ -64,7 +64,7 @@ class Consistency:
     is_medoid: bool
     reference_id: str = ''  # the nearest demo that is not an outlier: what it is explained against
     far_joints: tuple[str, ...] = ()  # the joints that made it far, most first
-    far_span: tuple[float, float] | None = None  # where in its course (fractions 0..1) it differs most
+    far_span: tuple[float, float] | None = None  # where in its whole course (fractions 0..1) it differs most
     rest_offsets: dict[str, float] = field(default_factory=dict)  # idle joints resting far from the task's usual
     idle_joints: tuple[str, ...] = ()  # left out of the path: they do not move in this task
 
@@ -148,25 +148,29 @@ def _columns(series: list[np.ndarray], width: int, gripper: Sequence[int]) -> _C
     return _Columns(moving, idle, grip, arm_scale, grip_scale)
 
 
-def _active(series: np.ndarray, cols: _Columns) -> np.ndarray:
+def _active(series: np.ndarray, cols: _Columns) -> tuple[np.ndarray, tuple[float, float]]:
     """The demo from when the arm leaves its start pose to when it reaches its end pose, resampled to as many
-    points: a wait at the start or end (the operator getting ready, the recording stopped late) is no part of the
-    motion, and left in it would squeeze the motion into a different share of the course from demo to demo."""
+    points, and where that stretch lies in the whole course (fractions 0..1): a wait at the start or end (the
+    operator getting ready, the recording stopped late) is no part of the motion, and left in it would squeeze the
+    motion into a different share of the course from demo to demo."""
+    whole = (0.0, 1.0)
     if not len(cols.moving):
-        return series
+        return series, whole
     arm = series[:, cols.moving]
     left = np.linalg.norm(arm - arm[0], axis=1)
     arrive = np.linalg.norm(arm - arm[-1], axis=1)
     threshold = _EDGE_FRACTION * max(float(left.max()), float(arrive.max()))
     if threshold <= 0:
-        return series
+        return series, whole
     moved = np.flatnonzero(left > threshold)
     still = np.flatnonzero(arrive > threshold)
     begin = max(0, int(moved[0]) - 1) if len(moved) else 0
     end = min(len(series) - 1, int(still[-1]) + 1) if len(still) else len(series) - 1
     if end - begin < 0.1 * len(series):
-        return series
-    return resample_trajectory(np.arange(begin, end + 1), series[begin:end + 1], len(series))
+        return series, whole
+    last = max(len(series) - 1, 1)
+    return resample_trajectory(np.arange(begin, end + 1), series[begin:end + 1], len(series)), (begin / last,
+                                                                                               end / last)
 
 
 def _despike(values: np.ndarray, width: int = 5) -> np.ndarray:
@@ -235,7 +239,8 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: S
         # Nothing moves in any demo: there is no path to compare.
         return {i: Consistency(i, task, 0.0, math.nan, math.nan, False, ids[0], k == 0, idle_joints=idle_names)
                 for k, i in enumerate(ids)}
-    features = [_features(_active(s, cols), cols, relative) for s in series]
+    active = [_active(s, cols) for s in series]
+    features = [_features(a, cols, relative) for a, _ in active]
     band = None
     if window is not None:
         if window <= 0:
@@ -275,7 +280,9 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: S
             r = min((t for t in typical if t != j), key=lambda t: matrix[j, t], default=None)
             if r is not None:
                 reference = ids[r]
-                far_joints, far_span = _where_far(features[j], features[r], cols, names, band)
+                far_joints, (a, b) = _where_far(features[j], features[r], cols, names, band)
+                begin, end = active[j][1]  # the stretch compared, put back in the whole course
+                far_span = (begin + a * (end - begin), begin + b * (end - begin))
         out[episode] = Consistency(episode, task, float(distances[j]), float(normalized[j]), float(robust_z[j]),
                                    bool(outliers[j]), medoid_id, j == medoid, reference, far_joints, far_span,
                                    rest.get(j, {}), idle_names)
