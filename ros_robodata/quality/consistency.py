@@ -29,16 +29,14 @@ from ros_robodata.vocabulary import FAILURE, OUTCOMES, RECOVERY, SUCCESS, UNKNOW
 
 # A MAD times this estimates the standard deviation of normally distributed data.
 _MAD_TO_STD = 1.4826
-# An outlier must also be this many times farther than the typical demo, so a task of near-identical demos
-# (tiny MAD) does not flag sensor noise.
+# An outlier is also this many times farther than the typical demo: near-identical demos do not flag noise.
 _MIN_OUTLIER_RATIO = 1.5
 # Statistics over distances need at least this many episodes per task.
 _MIN_EPISODES = 3
 # An arm joint moving less than this fraction of the task's most moving joint (typical spread within a demo, the
 # same units: the arm's joints are all rad, or all degrees) is idle in this task.
 _IDLE_FRACTION = 0.1
-# A demo's motion starts when the arm is this fraction of its largest excursion away from its start pose (and ends
-# alike, towards its end pose).
+# A demo's motion starts when the arm is this fraction of its largest excursion from its start pose (ends alike).
 _EDGE_FRACTION = 0.05
 # Stretches of the course judged on their own as well, and how much more unusual one must be than the whole
 # demo would need to be (five looks at one demo find a high z more often than one).
@@ -149,10 +147,8 @@ def _columns(series: list[np.ndarray], width: int, gripper: Sequence[int]) -> _C
 
 
 def _active(series: np.ndarray, cols: _Columns) -> tuple[np.ndarray, tuple[float, float]]:
-    """The demo from when the arm leaves its start pose to when it reaches its end pose, resampled to as many
-    points, and where that stretch lies in the whole course (fractions 0..1): a wait at the start or end (the
-    operator getting ready, the recording stopped late) is no part of the motion, and left in it would squeeze the
-    motion into a different share of the course from demo to demo."""
+    """The demo from leaving its start pose to reaching its end pose, resampled to as many points, and where it lies
+    in the whole course (0..1): a wait at either end is no part of the motion, and would shift it."""
     whole = (0.0, 1.0)
     if not len(cols.moving):
         return series, whole
@@ -168,9 +164,8 @@ def _active(series: np.ndarray, cols: _Columns) -> tuple[np.ndarray, tuple[float
     end = min(len(series) - 1, int(still[-1]) + 1) if len(still) else len(series) - 1
     if end - begin < 0.1 * len(series):
         return series, whole
-    last = max(len(series) - 1, 1)
-    return resample_trajectory(np.arange(begin, end + 1), series[begin:end + 1], len(series)), (begin / last,
-                                                                                               end / last)
+    stretch = resample_trajectory(np.arange(begin, end + 1), series[begin:end + 1], len(series))
+    return stretch, (begin / (len(series) - 1), end / (len(series) - 1))
 
 
 def _despike(values: np.ndarray, width: int = 5) -> np.ndarray:
