@@ -356,7 +356,25 @@ class Dataset:
         for row in rows:
             if row.id not in readable:
                 self.catalog.delete(row.id)
+        self._restore_review(readable)
         return listed
+
+    def _restore_review(self, episodes: set[str]) -> None:
+        """The review queue's columns come from review/queue.json (`robodata select`); the catalog only indexes
+        them. A queue file that is not one is said in the audit, and the columns stay empty."""
+        path = self.root / 'review' / 'queue.json'
+        if not path.is_file():
+            return
+        try:
+            data = untrusted.read_json(path)
+            picked = {str(p['episode_id']): (int(p['rank']), float(p['priority']), str((p.get('reasons') or [''])[0]))
+                      for p in data['queue'] if str(p['episode_id']) in episodes}
+            excluded = {str(x['episode_id']): str(x['reason']) for x in data.get('excluded', [])
+                        if str(x['episode_id']) in episodes}
+        except (RobodataError, KeyError, TypeError, ValueError, AttributeError):
+            append_audit(self.audit_path, 'unreadable_review_queue', None, path=str(path))
+            return
+        self.catalog.set_review(picked, excluded)
 
     def folders_not_in_catalog(self) -> list[str]:
         """Folders under episodes/ the catalog does not list (an episode.yaml it could not read, a bag copied in by
