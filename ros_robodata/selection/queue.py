@@ -30,7 +30,7 @@ from ros_robodata.selection.evidence import Evidence, read_evidence
 from ros_robodata.selection.rank import Pick, pick, standardized
 from ros_robodata.selection.reviewed import reviewed_verdict
 from ros_robodata.selection.signals import MIN_SCORE, WEIGHTS, episode_signals, typical_confidence, unusable
-from ros_robodata.selection.uncertainty import as_ranks, load_uncertainty
+from ros_robodata.selection.uncertainty import load_uncertainty, scaled
 
 REVIEW_DIR = 'review'
 QUEUE_FILE = 'queue.json'
@@ -111,9 +111,9 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
             not why.startswith('not scored') for why in excluded.values()):
         raise RobodataError(f'{dataset.root}: no episode is scored: run `robodata score {dataset.root}` first '
                             '(selection ranks by what it found)')
-    ranks = None
+    placed = None
     if scores is not None:
-        ranks = as_ranks(scores, sorted(evidence))
+        placed = scaled(scores, sorted(evidence))
         unknown = sorted(set(scores) - {i.name for i in items})
         if unknown:
             notes.append(f'{uncertainty}: {len(unknown)} episode(s) not among those considered, ignored: '
@@ -123,7 +123,8 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
             notes.append(f'{uncertainty}: no score for {len(missing)} candidate(s) (their uncertainty counts 0): '
                          f'{", ".join(missing[:5])}{" ..." if len(missing) > 5 else ""}')
     typical = typical_confidence(list(evidence.values()))
-    candidates = {n: episode_signals(e, uncertainty_rank=None if ranks is None else ranks.get(n, 0.0),
+    no_score = (0.0, 'no uncertainty score for it')
+    candidates = {n: episode_signals(e, uncertainty=None if placed is None else placed.get(n, no_score),
                                      min_score=min_score, typical=typical) for n, e in evidence.items()}
     vectors, embed_notes = embeddings(
         [(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in sorted(candidates)], dataset.profile,

@@ -30,7 +30,7 @@ from ros_robodata.vocabulary import (
 WEIGHTS = {
     'label_disagrees': 3.0,   # the success verdict contradicts the operator's outcome label
     'unlabelled': 2.0,        # no outcome label at all
-    'uncertainty': 3.0,       # --uncertainty FILE: the team's policy is unsure here (rank among the episodes)
+    'uncertainty': 3.0,       # --uncertainty FILE: the team's policy is unsure here (0..1 between the candidates)
     'doubtful_events': 2.0,   # low-confidence key events, or events that contradict each other or the label
     'near_usability_line': 1.0,  # a quality score just above the line below which an episode is unusable
     'novelty': 1.0,           # far from its task's other demonstrations, yet not broken
@@ -86,22 +86,18 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
-def episode_signals(evidence: Evidence, *, uncertainty_rank: float | None = None, min_score: float = MIN_SCORE,
+def episode_signals(evidence: Evidence, *, uncertainty: tuple[float, str] | None = None, min_score: float = MIN_SCORE,
                     typical: dict[str, float] | None = None) -> dict[str, Signal]:
     """Every signal but diversity (which depends on what was picked before). `typical`: each key event kind's
-    usual confidence in the dataset (typical_confidence)."""
+    usual confidence in the dataset (typical_confidence); `uncertainty`: (0..1, why) from the team's policy
+    (uncertainty.scaled), absent when no file was given."""
     out = {'label_disagrees': _label_disagrees(evidence), 'unlabelled': _unlabelled(evidence),
            'doubtful_events': _doubtful_events(evidence, typical or {}),
            'near_usability_line': _near_line(evidence, min_score),
            'novelty': _novelty(evidence), 'rare_outcome': _rare_outcome(evidence)}
-    if uncertainty_rank is not None:
-        out['uncertainty'] = Signal(uncertainty_rank, f'the policy\'s uncertainty ranks {_percent(uncertainty_rank)} '
-                                                      'among these episodes' if uncertainty_rank > 0 else '')
+    if uncertainty is not None:
+        out['uncertainty'] = Signal(uncertainty[0], uncertainty[1] if uncertainty[0] > 0 else '')
     return out
-
-
-def _percent(rank: float) -> str:
-    return 'highest' if rank >= 1.0 else f'above {100 * rank:.0f}%'
 
 
 def _clip(text: str, limit: int = 120) -> str:

@@ -1,9 +1,9 @@
 """The team's own policy's doubt about each episode (`robodata select --uncertainty FILE`): real active learning.
 
 Ensemble disagreement or action-prediction loss come per episode or per frame, in whatever scale the team's
-training code prints. Only the order matters for ranking, so the scores are used as ranks; per-frame scores are
-summed up per episode as the mean of the top tenth of its frames (where the policy is unsure, not the average of a
-mostly easy episode, and not one frame's outlier).
+training code prints. Per-frame scores are summed up per episode as the mean of the top tenth of its frames
+(where the policy is unsure, not the average of a mostly easy episode, and not one frame's outlier). Selection
+places each episode between the least and the most uncertain of the candidates (0..1): the units are the team's.
 
 Accepted files:
     CSV with a header naming `episode` (or `episode_id`) and `score` (or `uncertainty`, `loss`, `disagreement`);
@@ -111,19 +111,18 @@ def _from_json(path: Path, data: Any) -> dict[str, list[float]]:
     raise RobodataError(f'{path}: neither an object of episode scores nor a list of them')
 
 
-def as_ranks(scores: dict[str, float], episodes: list[str]) -> dict[str, float]:
-    """Each episode's score as a rank in [0, 1] among `episodes` that have one (1: the most uncertain; ties share
-    their mean rank); episodes without a score are left out."""
+def scaled(scores: dict[str, float], episodes: list[str]) -> dict[str, tuple[float, str]]:
+    """Each of `episodes` with a score: (where it lies between the least and the most uncertain of them, 0..1, the
+    sentence saying so). Magnitude is kept (one episode far above the rest stands out alone); the units are the
+    team's, so only the range among the episodes compared matters. Episodes without a score are left out."""
     have = [e for e in episodes if e in scores]
     if not have:
         return {}
-    if len(have) == 1:
-        return {have[0]: 1.0}
-    values = np.array([scores[e] for e in have])
-    order = values.argsort(kind='stable')
-    ranks = np.empty(len(have))
-    ranks[order] = np.arange(len(have), dtype=float)
-    for value in np.unique(values):  # ties: the mean of their ranks, so file order never matters
-        same = values == value
-        ranks[same] = ranks[same].mean()
-    return {e: round(float(r / (len(have) - 1)), 6) for e, r in zip(have, ranks, strict=True)}
+    low, high = min(scores[e] for e in have), max(scores[e] for e in have)
+    out = {}
+    for e in have:
+        value = 1.0 if high == low else (scores[e] - low) / (high - low)
+        where = 'the highest' if value >= 1.0 else f'{100 * value:.0f}% of the way from the lowest {low:.3g} to the ' \
+                f'highest {high:.3g}'
+        out[e] = (round(value, 6), f'the policy\'s uncertainty {scores[e]:.3g}: {where} among these episodes')
+    return out
