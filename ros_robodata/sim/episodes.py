@@ -32,9 +32,16 @@ def add_sim_episode(dataset: Dataset, episode_id: str, seed: int, *, label: str 
     the physics' outcome, as an attentive operator would), with its ground truth beside it; returns the truth."""
     truth = write_sim_episode(dataset.bag_dir(episode_id), dataset.profile, seed, start_ns=start_ns,
                               faults=list(faults), max_duration_s=max_duration_s, **cell_options)
+    register_sim_episode(dataset, episode_id, truth, label=label, task=task)
+    return truth
+
+
+def register_sim_episode(dataset: Dataset, episode_id: str, truth: dict[str, Any], *, label: str | None = None,
+                         task: str = 'pick_cube') -> None:
+    """Make a bag already simulated into the episode's bag folder (write_sim_episode, perhaps in another process)
+    an episode: episode.yaml labelled `label` (default: the physics' outcome), checksums, ground_truth.json."""
     dataset.add_episode(Episode(id=episode_id, task=task, operator='sim', status='complete',
                                 outcome=label or truth['outcome'], robot=dataset.profile.robot.name,
-                                start_ns=start_ns), who='sim')
+                                start_ns=truth.get('start_ns')), who='sim')
     dataset.record_checksums(episode_id, who='sim')
     (dataset.episode_dir(episode_id) / TRUTH_FILE).write_text(json.dumps(truth, indent=1) + '\n')
-    return truth
