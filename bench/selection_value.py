@@ -16,7 +16,8 @@ one-to-one within 0.25 s, or it reports a collision (the cell has none: a sensor
 when either holds. Random baselines in the same run: the expected hit share of a uniform random pick of the same
 size among all episodes considered (the base rate; a mean over --draws seeded draws is printed beside it) and among
 the candidates left after the filter (what ranking adds beyond filtering). Target: queue hit share >= 3x random
-(all episodes) at a 10% budget.
+(all episodes) at a 10% budget. At the first budget the queue is also made with one signal's weight at 0 in turn
+(label_disagrees, doubtful_events, diversity), to show what each adds.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ START_NS = 1_700_000_000_000_000_000
 # Segmenter kind -> the physics' kinds it stands for (as bench/segment_accuracy.py maps them).
 TRUTH_KINDS = {GRASP: ('secured',), RELEASE: ('released',), LIFT: ('lift_off',), GRASP_FAILED: ('missed', 'dropped')}
 WRONG_LABEL = {SUCCESS: FAILURE, FAILURE: SUCCESS, RECOVERY: SUCCESS}
+ABLATE = ('label_disagrees', 'doubtful_events', 'diversity')  # each left out in turn at the first budget
 FAULTS = (('wrench', 'spike', 0.02, 60.0), ('gripper', 'drop', 0.6, None), ('gripper', 'silent', 1.0, None),
           ('wrench', 'silent', 1.5, None), ('joint_states', 'nan', 0.2, None))
 
@@ -115,6 +117,20 @@ def wrong_events(events: list[dict], truth: dict) -> list[str]:
     return out
 
 
+def ablated(dataset: Any, budget: str, signal: str, hits: dict[str, list[str]]) -> int:
+    """Hits of the same budget's queue with one signal's weight set to 0 (nothing stored): what that signal adds."""
+    from ros_robodata import select_for_review
+    from ros_robodata.selection.signals import WEIGHTS
+
+    kept = WEIGHTS[signal]
+    WEIGHTS[signal] = 0.0
+    try:
+        run = select_for_review(dataset, budget=budget, write=False)
+    finally:
+        WEIGHTS[signal] = kept
+    return sum(1 for p in run.picks if hits[p.episode_id])
+
+
 def build(root: Path, specs: list[Spec], jobs: int) -> dict[str, dict]:
     from ros_robodata.dataset import Dataset
     from ros_robodata.profile import load_profile
@@ -147,6 +163,7 @@ def main() -> int:
     from ros_robodata.dataset import Dataset
 
     budgets = [b.strip() for b in args.budgets.split(',') if b.strip()]
+    ablations = {signal: [0, 0] for signal in ABLATE}
     totals: dict[str, list[float]] = {b: [0, 0, 0.0, 0.0, 0.0] for b in budgets}  # picks, hits, random, cand, draws
     for d in range(args.datasets):
         seed = args.seed + d
@@ -201,6 +218,11 @@ def main() -> int:
                 t[3] += cand_rate * k
                 t[4] += draws * k
                 if budget == budgets[0]:
+                    for signal in ABLATE:
+                        got_without = ablated(dataset, budget, signal, hits)
+                        ablations[signal][0] += k
+                        ablations[signal][1] += got_without
+                        print(f'    without {signal}: {got_without} hits of {k}', flush=True)
                     for p in run.picks:
                         tag = '; '.join(hits[p.episode_id]) or 'nothing to correct'
                         fault = by_id[p.episode_id].fault
@@ -219,6 +241,8 @@ def main() -> int:
         if budget == '10%':
             line += f'  -> target >= {TARGET_RATIO:.0f}x random: {"met" if ratio >= TARGET_RATIO else "NOT met"}'
         print(line)
+    for signal, (picks, got) in ablations.items():
+        print(f'  budget {budgets[0]:>4} without {signal}: {got} hits of {picks} = {100 * got / picks:.1f}%')
     return 0
 
 

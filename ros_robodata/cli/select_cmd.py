@@ -24,7 +24,8 @@ def add_parser(sub: Any) -> None:
                     'queue. Run `robodata segment` and `robodata score` first.')
     add_target(p, 'a scored dataset', 'DATASET')
     p.add_argument('--budget', default=DEFAULT_BUDGET,
-                   help=f'how many episodes to pick: N, or P%% of the episodes considered (default {DEFAULT_BUDGET})')
+                   help=f'how many episodes to pick: N, or P%% of the episodes considered (default '
+                        f'{DEFAULT_BUDGET.replace("%", "%%")})')
     p.add_argument('--uncertainty', metavar='FILE',
                    help='per-episode or per-frame scores from your policy (ensemble disagreement, action-prediction '
                         'loss): CSV with episode and score columns, or JSON {episode: score or [scores]}')

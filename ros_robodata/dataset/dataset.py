@@ -360,13 +360,10 @@ class Dataset:
         return listed
 
     def _restore_review(self, episodes: set[str]) -> None:
-        """The review queue's columns come from review/queue.json (`robodata select`); the catalog only indexes
-        them. A queue file that is not one is said in the audit, and the columns stay empty."""
+        """The review columns index review/queue.json (`robodata select`); one that is not a queue goes to the audit."""
         path = self.root / 'review' / 'queue.json'
-        if not path.is_file():
-            return
         try:
-            data = untrusted.read_json(path)
+            data = untrusted.read_json(path) if path.is_file() else {'queue': []}
             picked = {str(p['episode_id']): (int(p['rank']), float(p['priority']), str((p.get('reasons') or [''])[0]))
                       for p in data['queue'] if str(p['episode_id']) in episodes}
             excluded = {str(x['episode_id']): str(x['reason']) for x in data.get('excluded', [])
