@@ -83,6 +83,9 @@ def test_the_queue_is_stored_in_the_dataset_catalog_audit_and_report(dataset, ca
     assert rows[MISLABELLED].review_rank == 1 and 'operator labelled failure' in rows[MISLABELLED].review_reason
     assert rows[picked[1]].review_rank == 2
     assert rows[BROKEN].review_rank is None and rows[BROKEN].review_excluded.startswith('unusable')
+    assert main(['list', str(dataset)]) == 0
+    listed = {line.split()[0]: line.split()[-1] for line in capsys.readouterr().out.splitlines()[1:] if line.strip()}
+    assert listed[MISLABELLED] == '#1' and listed[BROKEN] == '-'
     last = list(read_audit(dataset / 'audit.jsonl'))[-1]
     assert (last['action'], last['who'], last['picked']) == ('select_review', 'ana', picked)
     # the index is rebuilt from queue.json, like the scores from quality.json
