@@ -197,3 +197,15 @@ def test_near_identical_episodes_do_not_fill_the_queue():
     assert sum(name.startswith('a') for name in picks) == 1
     assert picks[0].startswith('a')  # the most doubtful comes first
     assert picks == [p.episode_id for p in pick(candidates, standardized(vectors), 5)]
+
+
+def test_a_broken_queue_file_costs_the_report_and_the_catalog_nothing(dataset, capsys):
+    assert main(['select', str(dataset), '--budget', '2']) == 0
+    (dataset / 'review' / 'queue.json').write_text('{"format": "ros_robodata.review_queue/1", "queue": [{"rank": ')
+    assert main(['report', str(dataset), '--episodes', '0']) == 0
+    page = (dataset / 'report.html').read_text()
+    assert 'the review queue could not be read' in page[page.index('id="review-queue"'):]
+    assert main(['catalog', 'rebuild', str(dataset)]) == 0
+    assert all(row.review_rank is None for row in Dataset.open(dataset).catalog.query())
+    assert list(read_audit(dataset / 'audit.jsonl'))[-1]['action'] == 'unreadable_review_queue'
+    capsys.readouterr()

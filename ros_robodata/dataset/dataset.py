@@ -360,7 +360,7 @@ class Dataset:
         return listed
 
     def _restore_review(self, episodes: set[str]) -> None:
-        """The review columns index review/queue.json (`robodata select`); one that is not a queue goes to the audit."""
+        """The review columns index review/queue.json (`robodata select`): none when it is not a queue (audited)."""
         path = self.root / 'review' / 'queue.json'
         try:
             data = untrusted.read_json(path) if path.is_file() else {'queue': []}
@@ -369,8 +369,8 @@ class Dataset:
             excluded = {str(x['episode_id']): str(x['reason']) for x in data.get('excluded', [])
                         if str(x['episode_id']) in episodes}
         except (RobodataError, KeyError, TypeError, ValueError, AttributeError):
-            append_audit(self.audit_path, 'unreadable_review_queue', None, path=str(path))
-            return
+            append_audit(self.audit_path, 'unreadable_review_queue', None, file=str(path))
+            picked, excluded = {}, {}
         self.catalog.set_review(picked, excluded)
 
     def folders_not_in_catalog(self) -> list[str]:
@@ -412,7 +412,7 @@ class Dataset:
                 raise RobodataError('not what robodata score writes')
             self.catalog.set_scores(episode_id, score, scores)
         except (RobodataError, AttributeError, TypeError, ValueError):
-            append_audit(self.audit_path, 'unreadable_quality_file', episode_id, path=str(path))
+            append_audit(self.audit_path, 'unreadable_quality_file', episode_id, file=str(path))
 
     def bag_stats(self, episode: Episode) -> dict[str, int]:
         files = self.bag_files(episode.id)
