@@ -209,3 +209,11 @@ def test_a_broken_queue_file_costs_the_report_and_the_catalog_nothing(dataset, c
     assert all(row.review_rank is None for row in Dataset.open(dataset).catalog.query())
     assert list(read_audit(dataset / 'audit.jsonl'))[-1]['action'] == 'unreadable_review_queue'
     capsys.readouterr()
+
+
+def test_a_catalog_rebuild_audits_a_quality_file_it_cannot_read(dataset, capsys):
+    (dataset / 'episodes' / 'ep01' / 'quality.json').write_text('{"score": "high"}')
+    assert main(['catalog', 'rebuild', str(dataset)]) == 0
+    audited = [e for e in read_audit(dataset / 'audit.jsonl') if e['action'] == 'unreadable_quality_file']
+    assert [(e['episode'], Path(e['file']).name) for e in audited] == [('ep01', 'quality.json')]
+    capsys.readouterr()
