@@ -80,6 +80,8 @@ def add_parser(sub: Any) -> None:
     live.add_argument('--cameras', default='', help='comma-separated camera names (default: all)')
     live.add_argument('--lidar', action='store_true', help='include LiDAR scans as binary PCD')
     live.add_argument('--format', default='jpg', help='jpg (default) or png')
+    live.add_argument('--jpeg-quality', type=int, default=ExportOptions.jpeg_quality, metavar='Q',
+                      help=f'JPEG quality 1..100 (default {ExportOptions.jpeg_quality})')
     live.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     live.set_defaults(func=run_live)
 
@@ -89,7 +91,7 @@ def run_live(args: argparse.Namespace) -> int:
     return exporter.main(node_arguments({
         'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
         'every_n': args.every_n, 'cameras': args.cameras, 'lidar': args.lidar, 'format': args.format,
-        'tolerance': args.tolerance}, 'robodata export live'))
+        'jpeg_quality': _jpeg_quality(args.jpeg_quality), 'tolerance': args.tolerance}, 'robodata export live'))
 
 
 def options_from_args(args: argparse.Namespace) -> ExportOptions:
