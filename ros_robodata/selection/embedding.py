@@ -83,8 +83,10 @@ def _resampled(stamps: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def bag_key(bag_sha256: dict[str, str], bag: Path, profile: Profile) -> str:
     """What a cached vector was computed from: the bag's checksums (its files' sizes and times when it has none)
     and the joints read."""
-    content: Any = bag_sha256 or sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                                        for p in bag.iterdir() if p.is_file()) if bag.is_dir() else str(bag)
+    content: Any = bag_sha256
+    if not content:
+        files = sorted(p for p in bag.iterdir() if p.is_file()) if bag.is_dir() else [bag]
+        content = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
     joints = [profile.robot.arm_joints, profile.topics.gripper.joint if profile.topics.gripper else None, POINTS]
     return hashlib.sha256(json.dumps([content, joints], sort_keys=True).encode()).hexdigest()[:32]
 
@@ -108,28 +110,34 @@ def embeddings(episodes: Iterable[tuple[str, Path, dict[str, str]]], profile: Pr
     out: dict[str, np.ndarray] = {}
     changed = False
     items = list(episodes)
-    for episode_id, bag, checksums in (progress(items) if progress else items):
-        key = bag_key(checksums, bag, profile)
-        cached = cache.get(episode_id)
-        if isinstance(cached, dict) and cached.get('key') == key and isinstance(cached.get('vector'), list):
-            vector = np.array(cached['vector'], dtype=float)
-            if vector.size:
-                out[episode_id] = vector
-            continue
-        try:
-            found = trajectory_vector(bag, profile)
-        except (RobodataError, OSError, ValueError) as err:
-            notes.append(f'{episode_id}: trajectory not read ({" ".join(str(err).split())}): not used for diversity')
-            continue
-        cache[episode_id] = {'key': key, 'vector': [] if found is None else [round(float(v), 6) for v in found]}
-        changed = True
-        if found is not None:
-            out[episode_id] = np.array(cache[episode_id]['vector'])
-    if changed and cache_path is not None:
-        try:
-            cache_path.parent.mkdir(exist_ok=True)
-            write_json(cache_path, {'format': _FORMAT, 'episodes': dict(sorted(cache.items()))}, indent=0)
-        except (OSError, RobodataError) as err:
-            notes.append(f'{cache_path}: not written ({" ".join(str(err).split())}): trajectories are read again '
-                         'next time')
+    try:
+        for episode_id, bag, checksums in (progress(items) if progress else items):
+            key = bag_key(checksums, bag, profile)
+            cached = cache.get(episode_id)
+            if isinstance(cached, dict) and cached.get('key') == key and isinstance(cached.get('vector'), list):
+                vector = np.array(cached['vector'], dtype=float)
+                if vector.size:
+                    out[episode_id] = vector
+                continue
+            try:
+                found = trajectory_vector(bag, profile)
+            except (RobodataError, OSError, ValueError) as err:
+                notes.append(f'{episode_id}: trajectory not read ({" ".join(str(err).split())}): not used for '
+                             'diversity')
+                continue
+            cache[episode_id] = {'key': key, 'vector': [] if found is None else [round(float(v), 6) for v in found]}
+            changed = True
+            if found is not None:
+                out[episode_id] = np.array(cache[episode_id]['vector'])
+    finally:  # Ctrl-C keeps the trajectories already read for the next run
+        if changed and cache_path is not None:
+            _save(cache_path, cache, notes)
     return out, notes
+
+
+def _save(path: Path, cache: dict[str, Any], notes: list[str]) -> None:
+    try:
+        path.parent.mkdir(exist_ok=True)
+        write_json(path, {'format': _FORMAT, 'episodes': dict(sorted(cache.items()))}, indent=0)
+    except (OSError, RobodataError) as err:
+        notes.append(f'{path}: not written ({" ".join(str(err).split())}): trajectories are read again next time')

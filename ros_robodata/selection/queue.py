@@ -173,7 +173,7 @@ def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded:
     written)."""
     if dataset.catalog.read_only:
         raise DatasetError(f'{dataset.root}: the dataset is read-only here: the queue cannot be stored (copy it '
-                           'somewhere writable; --json without storing is `--dry-run`)')
+                           'somewhere writable, or add --dry-run to see the queue without storing it)')
     folder = dataset.root / REVIEW_DIR
     if folder.exists() and not folder.is_dir():
         raise DatasetError(f'{folder}: not a folder: move it away so the review queue can be stored there')

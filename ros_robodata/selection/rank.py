@@ -58,16 +58,16 @@ def pick(candidates: dict[str, dict[str, Signal]], embedding: dict[str, np.ndarr
     embedded = [n for n in names if n in embedding]
     points = np.stack([embedding[n] for n in embedded]) if embedded else np.zeros((0, 1))
     row = {n: i for i, n in enumerate(embedded)}
+    place = {n: i for i, n in enumerate(names)}
+    where = np.array([place[n] for n in embedded], dtype=int)  # each embedded candidate's place in names
     typical = _typical_distance(points)
     nearest = np.full(len(embedded), np.inf)  # distance to the nearest pick so far
     taken = np.zeros(len(names), dtype=bool)
     out: list[Pick] = []
     for rank in range(1, min(budget, len(names)) + 1):
         diversity = np.zeros(len(names))
-        for i, n in enumerate(names):
-            if n in row and typical > 0:
-                d = nearest[row[n]]
-                diversity[i] = 1.0 if not np.isfinite(d) else min(1.0, d / typical)
+        if typical > 0 and len(embedded):
+            diversity[where] = np.minimum(1.0, nearest / typical)  # inf (nothing picked yet) counts 1
         priority = informative + WEIGHTS['diversity'] * diversity
         priority[taken] = -np.inf
         best = int(np.argmax(np.round(priority, 9)))  # first of equals: names are sorted, so the smaller id
