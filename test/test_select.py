@@ -169,6 +169,11 @@ def test_a_reviewed_verdict_keeps_an_episode_out_unless_asked(dataset, capsys):
     assert {'episode_id': MISLABELLED, 'reason': 'already reviewed (verdict success)'} in queue['excluded']
     code, queue, _ = _select(capsys, dataset, '--budget', '2', '--include-reviewed')
     assert code == 0 and queue['queue'][0]['episode_id'] == MISLABELLED
+    # a file that is not readable JSON is no review, and is said
+    (dataset / 'episodes' / MISLABELLED / 'annotations.json').write_text('{"labels": [')
+    code, queue, _ = _select(capsys, dataset, '--budget', '2')
+    assert code == 0 and queue['queue'][0]['episode_id'] == MISLABELLED
+    assert any('annotations.json' in note and 'read as not reviewed' in note for note in queue['notes'])
 
 
 def test_a_dry_run_stores_nothing(dataset, capsys):
