@@ -80,6 +80,9 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
     dataset = resolved.dataset
     assert dataset is not None
     scores = load_uncertainty(uncertainty) if uncertainty is not None else None
+    if write and dataset.catalog.read_only:
+        raise DatasetError(f'{dataset.root}: the dataset is read-only here: the queue cannot be stored (copy it '
+                           'somewhere writable, or add --dry-run to see the queue without storing it)')
     if not 0 <= min_score <= 1:
         raise RobodataError(f'--min-score: {min_score} is not between 0 and 1')
     items = select(resolved, filters, need_bag=False)
@@ -126,11 +129,15 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
     no_score = (0.0, 'no uncertainty score for it')
     candidates = {n: episode_signals(e, uncertainty=None if placed is None else placed.get(n, no_score),
                                      min_score=min_score, typical=typical) for n, e in evidence.items()}
-    vectors, embed_notes = embeddings(
-        [(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in sorted(candidates)], dataset.profile,
-        dataset.root / REVIEW_DIR if write and not dataset.catalog.read_only else None, progress=progress)
-    notes.extend(embed_notes)
-    if candidates and not vectors:
+    vectors: dict[str, Any] = {}
+    if dataset.has_profile:
+        vectors, embed_notes = embeddings(
+            [(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in sorted(candidates)], dataset.profile,
+            dataset.root / REVIEW_DIR if write else None, progress=progress)
+        notes.extend(embed_notes)
+    elif candidates:
+        notes.append('no robot profile in dataset.yaml: trajectories not read, diversity not used')
+    if candidates and not vectors and dataset.has_profile:
         notes.append('no trajectory in any candidate\'s bag: diversity not used')
     picks = pick(candidates, standardized(vectors), count)
     queue = _document(dataset, str(budget), count, items, picks, excluded, evidence, scores, uncertainty,
@@ -169,11 +176,7 @@ def _document(dataset: Dataset, asked: str, count: int, items: list[Any], picks:
 
 def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded: dict[str, str],
            who: str | None) -> Path:
-    """queue.json, then the catalog's review columns, then the audit line (a read-only dataset: one line, nothing
-    written)."""
-    if dataset.catalog.read_only:
-        raise DatasetError(f'{dataset.root}: the dataset is read-only here: the queue cannot be stored (copy it '
-                           'somewhere writable, or add --dry-run to see the queue without storing it)')
+    """queue.json, then the catalog's review columns, then the audit line."""
     folder = dataset.root / REVIEW_DIR
     if folder.exists() and not folder.is_dir():
         raise DatasetError(f'{folder}: not a folder: move it away so the review queue can be stored there')
