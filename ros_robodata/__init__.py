@@ -65,6 +65,8 @@ _EXPORTS = {
     'ScheduleSpec': 'ros_robodata.export.schedule',
     'write_report': 'ros_robodata.report.build',
     'ReportResult': 'ros_robodata.report.build',
+    'select_for_review': 'ros_robodata.selection.queue',
+    'SelectRun': 'ros_robodata.selection.queue',
     'RobodataError': 'ros_robodata.errors',
     'ProfileError': 'ros_robodata.errors',
     'BagError': 'ros_robodata.errors',
@@ -101,6 +103,7 @@ __all__ = [
     'ScoreRun',
     'SegmentResult',
     'SegmentRun',
+    'SelectRun',
     'SplitSpec',
     'Target',
     'describe',
@@ -111,6 +114,7 @@ __all__ = [
     'resolve',
     'score',
     'segment',
+    'select_for_review',
     'write_report',
 ]
 
@@ -147,4 +151,5 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from ros_robodata.profile import Profile, load_profile
     from ros_robodata.quality.score import ScoreRun, score
     from ros_robodata.report.build import ReportResult, write_report
+    from ros_robodata.selection.queue import SelectRun, select_for_review
     from ros_robodata.vocabulary import EVENT_KINDS, MODES, OUTCOMES, STATUSES

@@ -92,6 +92,9 @@ def prepare_export_dir(out: Path, *, force: bool = False) -> Path:
                             'next to the dataset)')
     if target.exists() and not target.is_dir():
         raise RobodataError(f'{out}: exists and is not a folder; name a folder to export into')
+    if (why := _foreign_manifest(target / 'manifest.json')) is not None:
+        raise RobodataError(f'{out}: not exporting there: its manifest.json {why}, and an export would replace it; '
+                            'name another folder')
     if target.is_dir() and not force:
         foreign = [p.name for p in target.iterdir() if p.name not in _EXPORT_NAMES and not p.name.startswith('.')]
         if foreign and not (target / 'manifest.json').is_file():
@@ -108,4 +111,31 @@ def prepare_export_dir(out: Path, *, force: bool = False) -> Path:
 
 
 # What an export folder of ours holds at its top (manifest, episodes, the labeling tools' task files).
-_EXPORT_NAMES = {'manifest.json', 'episodes', 'label_studio', 'cvat', 'coco', 'videos', 'README.md'}
+_EXPORT_NAMES = {'manifest.json', 'episodes', 'label_studio', 'cvat', 'coco'}
+
+
+def _foreign_manifest(path: Path) -> str | None:
+    """Why a manifest.json that is there is not one of our exports, or None (absent, or ours)."""
+    from ros_robodata.export.manifest import FORMAT
+
+    if not os.path.lexists(path):
+        return None
+    if path.is_symlink() or not path.is_file():
+        return 'is not a file'
+    try:
+        with path.open('rb') as f:
+            head = f.read(4096)
+    except OSError as err:
+        return f'cannot be read ({err.strerror or err})'
+    return None if f'"format": "{FORMAT}"'.encode() in head else 'is not one robodata wrote'
+
+
+def check_export_outside_dataset(out: Path) -> None:
+    """An export a user names goes outside every dataset: a dataset's folder is what its own commands write (its
+    review queue, its report), and an export inside it would be taken for part of it."""
+    target = _resolved(out)
+    root = dataset_root_of(target) or next((p for p in (target, *target.parents) if (p / 'dataset.yaml').is_file()),
+                                           None)
+    if root is not None:
+        raise RobodataError(f'{out}: not exporting there: it is inside the dataset at {root}; name a folder outside '
+                            f'it (e.g. {root.parent / (root.name + "_frames")})')

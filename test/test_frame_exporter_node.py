@@ -40,7 +40,8 @@ def test_frames_are_exported_live_per_episode(tmp_path: Path) -> None:
     domain = new_domain()
     log = tmp_path / 'exporter.log'
     node = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.frame_exporter', '--ros-args', '-p',
-                             f'profile:={PROFILE}', '-p', f'out:={out}', '-p', 'every:=0.5s', '-p', 'lidar:=true'],
+                             f'profile:={PROFILE}', '-p', f'out:={out}', '-p', 'every:=0.5s', '-p', 'lidar:=true',
+                             '-p', 'jpeg_quality:=60'],
                             env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)
     try:
         with client(domain) as c:
@@ -88,3 +89,5 @@ def test_frames_are_exported_live_per_episode(tmp_path: Path) -> None:
                 assert cv2.imread(str(out / sensor['file'])).shape[:2] == (72, 96)
             assert abs(sensor['offset_ms']) <= 50
     assert not (out / 'episodes' / '20260101-120001').exists()
+    exported = json.loads((out / 'episodes' / '20260101-120000' / 'frames.json').read_text())
+    assert exported['settings']['jpeg_quality'] == 60

@@ -56,6 +56,8 @@ def add_parser(sub: Any) -> None:
     f.add_argument('--lidar-crop', help='keep points in xmin,ymin,zmin,xmax,ymax,zmax (sensor frame, metres); '
                                         'write --lidar-crop=-1,-1,0,1,1,2 when it starts with a minus')
     f.add_argument('--format', default='jpg', help='image format: jpg (default) or png; 16-bit mono is always png')
+    f.add_argument('--jpeg-quality', type=int, default=ExportOptions.jpeg_quality, metavar='Q',
+                   help=f'JPEG quality 1..100 (default {ExportOptions.jpeg_quality}); changing it redoes the episodes')
     f.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     f.add_argument('--workers', type=int, default=1, help='episodes exported in parallel (default 1)')
     f.add_argument('--tasks', default=','.join(TOOLS),
@@ -78,6 +80,8 @@ def add_parser(sub: Any) -> None:
     live.add_argument('--cameras', default='', help='comma-separated camera names (default: all)')
     live.add_argument('--lidar', action='store_true', help='include LiDAR scans as binary PCD')
     live.add_argument('--format', default='jpg', help='jpg (default) or png')
+    live.add_argument('--jpeg-quality', type=int, default=ExportOptions.jpeg_quality, metavar='Q',
+                      help=f'JPEG quality 1..100 (default {ExportOptions.jpeg_quality})')
     live.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     live.set_defaults(func=run_live)
 
@@ -87,7 +91,7 @@ def run_live(args: argparse.Namespace) -> int:
     return exporter.main(node_arguments({
         'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
         'every_n': args.every_n, 'cameras': args.cameras, 'lidar': args.lidar, 'format': args.format,
-        'tolerance': args.tolerance}, 'robodata export live'))
+        'jpeg_quality': _jpeg_quality(args.jpeg_quality), 'tolerance': args.tolerance}, 'robodata export live'))
 
 
 def options_from_args(args: argparse.Namespace) -> ExportOptions:
@@ -108,7 +112,8 @@ def options_from_args(args: argparse.Namespace) -> ExportOptions:
         lidar_voxel=None if args.lidar_voxel is None else _floats(args.lidar_voxel, '--lidar-voxel', 1)[0],
         lidar_crop=None if args.lidar_crop is None else _floats(args.lidar_crop, '--lidar-crop', 6),  # type: ignore[arg-type]
         image_format=str(args.format).lower().lstrip('.').replace('jpeg', 'jpg'),
-        tolerance_ns=parse_duration(args.tolerance, '--tolerance', allow_zero=True))
+        tolerance_ns=parse_duration(args.tolerance, '--tolerance', allow_zero=True),
+        jpeg_quality=_jpeg_quality(getattr(args, 'jpeg_quality', ExportOptions.jpeg_quality)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,18 +152,29 @@ def run(args: argparse.Namespace) -> int:
     say(f'{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
         f'{result.files} file(s), {len(unmatched)} frame(s) with unmatched sensors -> {result.out_dir}')
     written: dict[str, list[Path]] = {}
+    kept: list[str] = []
     if taxonomy is not None and manifest['frames']:
-        written = write_task_files(manifest, Path(result.out_dir), taxonomy, tools=tools, video=not args.no_video)
+        written = write_task_files(manifest, Path(result.out_dir), taxonomy, tools=tools, video=not args.no_video,
+                                   notes=kept)
         say('task files: ' + '; '.join(f'{tool} {len(paths)} file(s)' for tool, paths in written.items()))
+    for line in kept:
+        stderr.print(f'robodata export: {line}', markup=False)
     if args.json:
         print_json({'out': str(result.out_dir), 'manifest': str(Path(result.out_dir) / MANIFEST_FILE),
                     'exported': result.exported, 'already_current': result.skipped, 'failed': result.failed,
                     'frames': len(manifest['frames']), 'files': result.files, 'unmatched_frames': len(unmatched),
                     'missing_sensors': result.missing,
-                    'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()}})
+                    'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()},
+                    'kept': kept})
     for episode_id, reason in result.failed.items():
         stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if result.failed else EXIT_OK
+
+
+def _jpeg_quality(value: int) -> int:
+    if not 1 <= value <= 100:
+        raise RobodataError(f'--jpeg-quality: {value} is not between 1 and 100')
+    return value
 
 
 def _names(text: str | None) -> list[str]:

@@ -25,6 +25,7 @@ from ros_robodata.cli import (
     report_cmd,
     score_cmd,
     segment_cmd,
+    select_cmd,
     session_cmd,
     sim_cmd,
 )
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     segment_cmd.add_parser(sub)
     score_cmd.add_parser(sub)
     report_cmd.add_parser(sub)
+    select_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)

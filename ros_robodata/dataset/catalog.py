@@ -47,7 +47,12 @@ CREATE INDEX IF NOT EXISTS episodes_status ON episodes (status);
 """
 # Columns added after schema 1 was released, with their definitions: a catalog written by an older ros_robodata
 # gains them when opened (an older ros_robodata ignores them: it names the columns it reads).
-_ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''"}
+_ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''",
+                  # the review queue (`robodata select`): rank in the queue (NULL: not picked), its priority, the
+                  # main reason, or why it was filtered out; review/queue.json is where they come from
+                  'review_rank': 'INTEGER', 'review_priority': 'REAL', 'review_reason': "TEXT NOT NULL DEFAULT ''",
+                  'review_excluded': "TEXT NOT NULL DEFAULT ''"}
+_REVIEW_COLUMNS = ('review_rank', 'review_priority', 'review_reason', 'review_excluded')
 _ADDED_INDEXES = ('CREATE INDEX IF NOT EXISTS episodes_source ON episodes (source_id)',)
 
 
@@ -70,6 +75,10 @@ class CatalogRow:
     score: float | None
     scores: dict[str, Any]
     bag_sha256: dict[str, str]
+    review_rank: int | None = None
+    review_priority: float | None = None
+    review_reason: str = ''
+    review_excluded: str = ''
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -179,14 +188,29 @@ class Catalog:
         return rows[0] if rows else None
 
     def query(self, where: str = '', params: tuple[Any, ...] = ()) -> list[CatalogRow]:
-        sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
-              'message_count, size_bytes, score, scores, bag_sha256 FROM episodes'
-        if where:
-            sql += f' WHERE {where}'
-        sql += ' ORDER BY id'
         with self._connect() as conn:
+            have = {row[1] for row in conn.execute('PRAGMA table_info(episodes)')}
+            # an older catalog opened read-only lacks the added columns: they read as empty
+            review = ', '.join(c if c in have else 'NULL' for c in _REVIEW_COLUMNS)
+            sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
+                  f'message_count, size_bytes, score, scores, bag_sha256, {review} FROM episodes'
+            if where:
+                sql += f' WHERE {where}'
+            sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
-        return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14])) for row in rows]
+        return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14]), row[15], row[16], row[17] or '',
+                           row[18] or '') for row in rows]
+
+    def set_review(self, picked: dict[str, tuple[int, float, str]], excluded: dict[str, str]) -> None:
+        """The review queue's columns, all episodes at once: (rank, priority, main reason) of each pick, the reason
+        of each episode filtered out; every other episode's are cleared (it is in no queue)."""
+        with self._connect() as conn:
+            conn.execute("UPDATE episodes SET review_rank = NULL, review_priority = NULL, review_reason = '', "
+                         "review_excluded = ''")
+            conn.executemany('UPDATE episodes SET review_rank = ?, review_priority = ?, review_reason = ? WHERE id = ?',
+                             [(rank, priority, reason, i) for i, (rank, priority, reason) in picked.items()])
+            conn.executemany('UPDATE episodes SET review_excluded = ? WHERE id = ?',
+                             [(why, i) for i, why in excluded.items()])
 
     def set_aside(self) -> Path | None:
         """Move an unreadable catalog (and its WAL files) out of the way, keeping it for inspection."""

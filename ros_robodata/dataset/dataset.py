@@ -356,7 +356,22 @@ class Dataset:
         for row in rows:
             if row.id not in readable:
                 self.catalog.delete(row.id)
+        self._restore_review(readable)
         return listed
+
+    def _restore_review(self, episodes: set[str]) -> None:
+        """The review columns index review/queue.json (`robodata select`): none when it is not a queue (audited)."""
+        path = self.root / 'review' / 'queue.json'
+        try:
+            data = untrusted.read_json(path) if path.is_file() else {'queue': []}
+            picked = {str(p['episode_id']): (int(p['rank']), float(p['priority']), str((p.get('reasons') or [''])[0]))
+                      for p in data['queue'] if str(p['episode_id']) in episodes}
+            excluded = {str(x['episode_id']): str(x['reason']) for x in data.get('excluded', [])
+                        if str(x['episode_id']) in episodes}
+        except (RobodataError, KeyError, TypeError, ValueError, AttributeError):
+            append_audit(self.audit_path, 'unreadable_review_queue', None, file=str(path))
+            picked, excluded = {}, {}
+        self.catalog.set_review(picked, excluded)
 
     def folders_not_in_catalog(self) -> list[str]:
         """Folders under episodes/ the catalog does not list (an episode.yaml it could not read, a bag copied in by
@@ -397,7 +412,7 @@ class Dataset:
                 raise RobodataError('not what robodata score writes')
             self.catalog.set_scores(episode_id, score, scores)
         except (RobodataError, AttributeError, TypeError, ValueError):
-            append_audit(self.audit_path, 'unreadable_quality_file', episode_id, path=str(path))
+            append_audit(self.audit_path, 'unreadable_quality_file', episode_id, file=str(path))
 
     def bag_stats(self, episode: Episode) -> dict[str, int]:
         files = self.bag_files(episode.id)

@@ -54,7 +54,7 @@ from ros_robodata.export.plan import (
 from ros_robodata.export.schedule import FrameScheduler
 from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
 from ros_robodata.files import safe_path, write_atomic
-from ros_robodata.outputs import prepare_export_dir
+from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir
 from ros_robodata.profile import Profile
 from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints
 
@@ -364,12 +364,14 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
                   force: bool = False) -> ExportResult:
     """Frames of a dataset's episodes, one episode, a bag or a folder of bags, for labeling, into `out_dir`
     (images and PCDs, a frames.json per episode, manifest.json). Options and `out_dir` are checked before anything
-    is written: never recorded data, and a folder holding other files needs `force` (outputs.prepare_export_dir)."""
+    is written: never inside a dataset or a bag, never over a manifest.json robodata did not write, and a folder
+    holding other files needs `force` (outputs.prepare_export_dir)."""
     options = options or ExportOptions()
     work = prepare(target, profile, filters)
     plan_export(work.profile, options)
     if not work.items:
         raise RobodataError(f'{work.target.path}: no recorded episode to export')
+    check_export_outside_dataset(Path(out_dir))
     prepare_export_dir(Path(out_dir), force=force)
     name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name
     return export_items(work.items, work.profile, out_dir, options, name=name, workers=workers, progress=progress)

@@ -45,6 +45,7 @@ class FrameExporterNode(Node):
         reference = declare(self, 'reference', '', 'Camera whose frames define the export (empty: the first)')
         lidar = declare(self, 'lidar', False, 'Also write LiDAR scans as binary PCD')
         image_format = declare(self, 'format', 'jpg', 'Image format: jpg or png')
+        jpeg_quality = declare(self, 'jpeg_quality', ExportOptions.jpeg_quality, 'JPEG quality 1..100')
         tolerance = declare(self, 'tolerance', '50ms', 'Largest stamp offset for a pairing')
         if not profile_path or not out:
             raise RobodataError('parameters `profile` and `out` are required')
@@ -53,7 +54,7 @@ class FrameExporterNode(Node):
                                 every_n=int(every_n) or None)
         options = ExportOptions(schedule=schedule, cameras=tuple(n for n in cameras.split(',') if n),
                                 reference=reference or None, lidar=bool(lidar), image_format=image_format,
-                                tolerance_ns=parse_duration(tolerance, 'tolerance'))
+                                tolerance_ns=parse_duration(tolerance, 'tolerance'), jpeg_quality=int(jpeg_quality))
         self.plan = plan_export(self.profile, options, self.profile.robot.name)
         self.out = prepare_export_dir(Path(out), force=True)  # never into a dataset or a bag
         self._clock_ns = clock_of(self)

@@ -60,7 +60,18 @@ def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, 
     check_report_file(path, force=force)
     summary, scored = load_scores(dataset, filters)
     return render_to(path, dataset.name, summary, scored, {ep.id: dataset.bag_dir(ep.id) for ep in scored},
-                     profile, detail=detail, progress=progress)
+                     profile, detail=detail, progress=progress, review=_review_queue(dataset))
+
+
+def _review_queue(dataset: Dataset) -> tuple[dict[str, Any] | None, str | None]:
+    """The queue `robodata select` stored, for the report's section; a queue file that is not one is a note on the
+    page, not a failed report."""
+    from ros_robodata.selection.queue import read_queue
+
+    try:
+        return read_queue(dataset), None
+    except RobodataError as err:
+        return None, f'the review queue could not be read: {" ".join(str(err).split())}'
 
 
 def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, workers: int = 1,
@@ -81,7 +92,8 @@ def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, w
 
 
 def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[ScoredEpisode], bags: dict[str, Path],
-              profile: Profile, *, detail: int | None = None, progress: Progress | None = None) -> ReportResult:
+              profile: Profile, *, detail: int | None = None, progress: Progress | None = None,
+              review: tuple[dict[str, Any] | None, str | None] | None = None) -> ReportResult:
     """Figures and frames of the worst `detail` episodes from their bags, the page, written whole."""
     ordered = sorted(scored, key=lambda s: (s.score if s.score == s.score else -1.0, s.id))
     detailed = ordered if detail is None else ordered[:max(0, detail)]
@@ -93,7 +105,7 @@ def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[Score
         visuals[ep.id] = episode_visuals(bags[ep.id], ep, profile, reference)
         if visuals[ep.id].problem:
             problems[ep.id] = visuals[ep.id].problem
-    page = render_report(name, summary, ordered, visuals)
+    page = render_report(name, summary, ordered, visuals, review)
     write_atomic(path, page)
     return ReportResult(path, len(ordered), len(detailed), path.stat().st_size, problems)
 

@@ -10,6 +10,7 @@ from typing import Any
 from ros_robodata import __version__
 from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.outputs import REPORT_MARK
+from ros_robodata.report.queue_section import queue_html
 from ros_robodata.report.scores import ScoredEpisode
 from ros_robodata.report.signals import Thumbnail
 
@@ -60,8 +61,10 @@ figcaption { font-size: 12px; color: #444; }
 
 
 def render_report(name: str, summary: dict[str, Any], episodes: list[ScoredEpisode],
-                  visuals: dict[str, EpisodeVisuals]) -> str:
-    """The whole page. Everything read from files is escaped: ids, tasks and messages come from users."""
+                  visuals: dict[str, EpisodeVisuals], review: tuple[dict[str, Any] | None, str | None] | None = None
+                  ) -> str:
+    """The whole page. Everything read from files is escaped: ids, tasks and messages come from users. `review`:
+    (the dataset's review queue or None, why it could not be read) for a dataset; None for bags."""
     parts = ['<!DOCTYPE html>', f'<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f'<title>{_e(name)}: quality report</title>', f'<style>{_CSS}</style></head><body><main>',
@@ -70,6 +73,8 @@ def render_report(name: str, summary: dict[str, Any], episodes: list[ScoredEpiso
              f'{_e(__version__)} from what <code>robodata score</code> wrote. Times are seconds from each '
              'episode\'s first message.</p>']
     parts.append(_summary_html(summary, episodes, visuals))
+    if review is not None:
+        parts.append(queue_html(review[0], review[1], set(visuals)))
     for ep in episodes:
         if ep.id in visuals:
             parts.append(_episode_html(ep, visuals[ep.id]))

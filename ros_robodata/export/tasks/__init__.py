@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.errors import TaskFileError
+from ros_robodata.export.ledger import Ledger
 from ros_robodata.export.tasks.coco import coco_skeleton
 from ros_robodata.export.tasks.cvat import _flat_name, cvat_task
 from ros_robodata.export.tasks.frames import DEFAULT_BASE_URL, TOOLS, camera_images, episode_fps
@@ -54,7 +55,6 @@ from ros_robodata.export.tasks.label_studio import (
     write_episode_video,
 )
 from ros_robodata.export.taxonomy import Taxonomy
-from ros_robodata.files import write_atomic
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -63,12 +63,6 @@ def _json_bytes(value: Any) -> bytes:
     except ValueError as exc:
         raise TaskFileError(f'manifest: a value cannot be written as JSON ({exc})') from None
     return (text + '\n').encode('utf-8')
-
-
-def _write(target: Path, data: bytes) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, data)
-    return target
 
 
 def write_task_files(
@@ -81,6 +75,7 @@ def write_task_files(
     base_url: str = DEFAULT_BASE_URL,
     document_root: Path | None = None,
     copy_images: bool = False,
+    notes: list[str] | None = None,
 ) -> dict[str, list[Path]]:
     """Write the task files of `tools` into the export folder `out_dir` (DIR); returns the files per tool.
 
@@ -90,6 +85,9 @@ def write_task_files(
     timeline config, which plays `$video`, will not import them); `copy_images` gives CVAT its own
     flat-named image copies.
     Import steps per tool are in this module's docstring and `cvat/task.json`.
+    A task file someone changed since robodata wrote it (labels added), or one robodata never wrote, is never
+    replaced: it is kept, this run's version goes beside it as `<name>.new<suffix>`, and a line saying so is
+    appended to `notes` (export.ledger).
     """
     out_dir = Path(out_dir)
     unknown = [t for t in tools if t not in TOOLS]
@@ -99,26 +97,35 @@ def write_task_files(
         raise TaskFileError(f'{out_dir}: export folder does not exist')
     images = camera_images(manifest, root=out_dir)  # checks every path before anything is written
     written: dict[str, list[Path]] = {}
+    ledger = Ledger.open(out_dir)
+
+    def _write(rel: str, data: bytes) -> list[Path]:
+        path = ledger.write(rel, data)
+        return [] if path is None else [path]
 
     if 'label_studio' in tools:
-        ls = out_dir / 'label_studio'
         files: list[Path] = []
         videos: dict[str, str] = {}
         if video:
             for episode_id, frames in episode_sequences(manifest, root=out_dir).items():
                 rel = video_path(episode_id, frames[0].sensor)
                 fps = episode_fps(manifest, [f.t_s for f in frames])
-                files.append(write_episode_video(frames, root=out_dir, rel=rel, fps=fps))
+                try:
+                    files.append(write_episode_video(frames, root=out_dir, rel=rel, fps=fps))
+                except OSError as err:  # a file where its folder belongs: the tasks go without this video
+                    ledger.kept.append(f'{rel}: cannot be written ({err.strerror or err}): its timeline task has '
+                                       'no video')
+                    continue
                 videos[episode_id] = rel
         image_tasks = label_studio_tasks(manifest, root=out_dir, base_url=base_url, document_root=document_root)
         timeline_tasks = label_studio_timeline_tasks(
             manifest, root=out_dir, base_url=base_url, document_root=document_root, videos=videos
         )
         files += [
-            _write(ls / 'tasks_images.json', _json_bytes(image_tasks)),
-            _write(ls / 'tasks_timeline.json', _json_bytes(timeline_tasks)),
-            _write(ls / 'config_images.xml', label_studio_image_config(taxonomy).encode('utf-8')),
-            _write(ls / 'config_timeline.xml', label_studio_timeline_config(taxonomy).encode('utf-8')),
+            *_write('label_studio/tasks_images.json', _json_bytes(image_tasks)),
+            *_write('label_studio/tasks_timeline.json', _json_bytes(timeline_tasks)),
+            *_write('label_studio/config_images.xml', label_studio_image_config(taxonomy).encode('utf-8')),
+            *_write('label_studio/config_timeline.xml', label_studio_timeline_config(taxonomy).encode('utf-8')),
         ]
         written['label_studio'] = files
 
@@ -127,18 +134,20 @@ def write_task_files(
         files = []
         if copy_images:
             for image in images:
-                copy = out_dir / 'cvat' / 'images' / _flat_name(image)
-                files.append(_write(copy, (out_dir / image.file).read_bytes()))
+                files += _write(f'cvat/images/{_flat_name(image)}', (out_dir / image.file).read_bytes())
         files += [
-            _write(out_dir / 'cvat' / 'task.json', _json_bytes(spec)),
-            _write(out_dir / 'cvat' / 'labels.json', _json_bytes(spec['labels'])),
-            _write(out_dir / 'cvat' / 'image_list.txt', ''.join(f'{f}\n' for f in spec['image_files']).encode()),
+            *_write('cvat/task.json', _json_bytes(spec)),
+            *_write('cvat/labels.json', _json_bytes(spec['labels'])),
+            *_write('cvat/image_list.txt', ''.join(f'{f}\n' for f in spec['image_files']).encode()),
         ]
         written['cvat'] = files
 
     if 'coco' in tools:
         coco = coco_skeleton(manifest, taxonomy, root=out_dir)
-        written['coco'] = [_write(out_dir / 'coco' / 'annotations.json', _json_bytes(coco))]
+        written['coco'] = _write('coco/annotations.json', _json_bytes(coco))
+    ledger.save()
+    if notes is not None:
+        notes.extend(ledger.kept)
     return written
 
 

@@ -1,0 +1,68 @@
+"""What the dataset already knows about one episode, read for selection: its label, its quality.json (score,
+findings, success verdict, consistency) and its events.json (events with their confidence, the segmenter's
+warnings). Sidecars are read as untrusted; what cannot be read is said, and the episode is judged without it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ros_robodata import untrusted
+from ros_robodata.errors import RobodataError
+
+QUALITY_FILE = 'quality.json'  # as quality.score writes it (not imported: selection needs no scorer)
+EVENTS_FILE = 'events.json'
+
+
+@dataclass
+class Evidence:
+    """One episode's inputs to selection."""
+
+    episode_id: str
+    task: str
+    outcome: str
+    status: str
+    scored: bool = False
+    score: float | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    success: dict[str, Any] = field(default_factory=dict)
+    consistency: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] | None = None
+    event_warnings: list[str] = field(default_factory=list)
+    reviewed: str | None = None  # the reviewed verdict from annotations.json, if any
+    notes: list[str] = field(default_factory=list)
+
+
+def read_evidence(episode_dir: Path, episode_id: str, task: str, outcome: str, status: str) -> Evidence:
+    evidence = Evidence(episode_id, task, outcome, status)
+    quality = _read(episode_dir / QUALITY_FILE, evidence)
+    if quality is not None:
+        score = quality.get('score')
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            evidence.scored, evidence.score = True, float(score)
+            evidence.findings = [f for f in quality.get('findings') or [] if isinstance(f, dict)]
+            evidence.success = quality.get('success') if isinstance(quality.get('success'), dict) else {}
+            evidence.consistency = quality.get('consistency') if isinstance(quality.get('consistency'), dict) else {}
+        else:
+            evidence.notes.append(f'{episode_dir / QUALITY_FILE}: no score in it (not what robodata score writes)')
+    events = _read(episode_dir / EVENTS_FILE, evidence)
+    if events is not None and isinstance(events.get('events'), list):
+        evidence.events = [e for e in events['events'] if isinstance(e, dict) and isinstance(e.get('kind'), str)]
+        warnings = events.get('warnings')
+        evidence.event_warnings = [str(w) for w in warnings] if isinstance(warnings, list) else []
+    return evidence
+
+
+def _read(path: Path, evidence: Evidence) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        data = untrusted.read_json(path)
+    except RobodataError as err:
+        evidence.notes.append(f'{" ".join(str(err).split())}: judged without it')
+        return None
+    if not isinstance(data, dict):
+        evidence.notes.append(f'{path}: not a JSON object: judged without it')
+        return None
+    return data

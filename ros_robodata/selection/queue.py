@@ -1,0 +1,204 @@
+"""`robodata select`: the review queue of a dataset, written where the rest of the review loop finds it.
+
+    DATASET/review/queue.json        the ranked picks with each signal's value, weight, contribution and sentence,
+                                     the episodes filtered out and why, the weights and inputs used
+    DATASET/review/embeddings.json   trajectory vectors by bag checksum (a cache: deleting it costs a re-read)
+    catalog.sqlite                   review_rank, review_priority, review_reason per episode (the index; rebuilt
+                                     from queue.json by `robodata catalog rebuild`)
+    audit.jsonl                      one `select_review` line per run: who, when, budget, the picks
+
+queue.json holds no time and lists everything sorted, so the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.targets import Filters, TargetLike, as_target, need, select
+from ros_robodata.errors import DatasetError, RobodataError
+from ros_robodata.files import write_json
+from ros_robodata.selection.embedding import embeddings
+from ros_robodata.selection.evidence import Evidence, read_evidence
+from ros_robodata.selection.rank import Pick, pick, standardized
+from ros_robodata.selection.reviewed import reviewed_verdict
+from ros_robodata.selection.signals import MIN_SCORE, WEIGHTS, episode_signals, typical_confidence, unusable
+from ros_robodata.selection.uncertainty import load_uncertainty, scaled
+
+REVIEW_DIR = 'review'
+QUEUE_FILE = 'queue.json'
+QUEUE_FORMAT = 'ros_robodata.review_queue/1'
+DEFAULT_BUDGET = '10%'
+_BUDGET = re.compile(r'^\s*(?:(\d+)|(\d+(?:\.\d+)?)\s*%)\s*$')
+
+
+def parse_budget(text: str, considered: int) -> int:
+    """`N` episodes, or `P%` of the episodes considered (rounded up, at least 1 when any is considered)."""
+    m = _BUDGET.match(str(text))
+    if m is None:
+        raise RobodataError(f'--budget: {text!r} is neither a number of episodes (20) nor a share of them (10%)')
+    if m.group(1) is not None:
+        count = int(m.group(1))
+        if count < 1:
+            raise RobodataError('--budget: at least 1 episode')
+        return count
+    share = float(m.group(2))
+    if not 0 < share <= 100:
+        raise RobodataError(f'--budget: {text!r}: a share is over 0% and at most 100%')
+    return max(1, math.ceil(share / 100 * considered - 1e-9)) if considered else 0
+
+
+@dataclass
+class SelectRun:
+    """What `robodata select` decided: the picks in order, what was filtered out and why, and the document written
+    to review/queue.json (`queue`)."""
+
+    picks: list[Pick]
+    excluded: dict[str, str]
+    queue: dict[str, Any]
+    path: Path | None
+    notes: list[str] = field(default_factory=list)
+
+
+def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
+                      uncertainty: str | Path | None = None, filters: Filters | None = None,
+                      include_reviewed: bool = False, min_score: float = MIN_SCORE, write: bool = True,
+                      who: str | None = None,
+                      progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None) -> SelectRun:
+    """Rank a scored dataset's episodes for review and keep the best `budget` (N, or P% of the episodes
+    considered): filtered first (unusable, unscored, already reviewed: each with its reason), then picked by
+    informativeness and diversity (rank.py). With `write`, queue.json, the catalog's review columns and an audit
+    line are written; the uncertainty file is read before anything is."""
+    resolved = need(as_target(target), 'dataset', hint='selection ranks the episodes of a dataset against each other')
+    dataset = resolved.dataset
+    assert dataset is not None
+    scores = load_uncertainty(uncertainty) if uncertainty is not None else None
+    if write and dataset.catalog.read_only:
+        raise DatasetError(f'{dataset.root}: the dataset is read-only here: the queue cannot be stored (copy it '
+                           'somewhere writable, or add --dry-run to see the queue without storing it)')
+    if not 0 <= min_score <= 1:
+        raise RobodataError(f'--min-score: {min_score} is not between 0 and 1')
+    items = select(resolved, filters, need_bag=False)
+    if not items:
+        raise RobodataError(f'{dataset.root}: no episode to select from')
+    count = budget if isinstance(budget, int) else parse_budget(str(budget), len(items))
+    if count < 1:
+        raise RobodataError('--budget: at least 1 episode')
+    notes: list[str] = []
+    evidence: dict[str, Evidence] = {}
+    excluded: dict[str, str] = {}
+    for item in items:
+        episode = item.episode
+        assert episode is not None
+        folder = dataset.episode_dir(item.name)
+        e = read_evidence(folder, item.name, episode.task, episode.outcome, episode.status)
+        e.reviewed, note = reviewed_verdict(folder)
+        notes.extend(e.notes + ([note] if note else []))
+        why = unusable(e, min_score)
+        if why is None and e.reviewed is not None and (e.reviewed == 'unusable' or not include_reviewed):
+            why = f'already reviewed (verdict {e.reviewed})'
+        if why is None and not dataset.bag_files(item.name):
+            why = 'no bag'
+        if why is not None:
+            excluded[item.name] = why
+        else:
+            evidence[item.name] = e
+    if not any(e.scored for e in evidence.values()) and not any(
+            not why.startswith('not scored') for why in excluded.values()):
+        raise RobodataError(f'{dataset.root}: no episode is scored: run `robodata score {dataset.root}` first '
+                            '(selection ranks by what it found)')
+    placed = None
+    if scores is not None:
+        placed = scaled(scores, sorted(evidence))
+        unknown = sorted(set(scores) - {i.name for i in items})
+        if unknown:
+            notes.append(f'{uncertainty}: {len(unknown)} episode(s) not among those considered, ignored: '
+                         f'{", ".join(unknown[:5])}{" ..." if len(unknown) > 5 else ""}')
+        missing = sorted(set(evidence) - set(scores))
+        if missing:
+            notes.append(f'{uncertainty}: no score for {len(missing)} candidate(s) (their uncertainty counts 0): '
+                         f'{", ".join(missing[:5])}{" ..." if len(missing) > 5 else ""}')
+    typical = typical_confidence(list(evidence.values()))
+    no_score = (0.0, 'no uncertainty score for it')
+    candidates = {n: episode_signals(e, uncertainty=None if placed is None else placed.get(n, no_score),
+                                     min_score=min_score, typical=typical) for n, e in evidence.items()}
+    vectors: dict[str, Any] = {}
+    if dataset.has_profile:
+        vectors, embed_notes = embeddings(
+            [(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in sorted(candidates)], dataset.profile,
+            dataset.root / REVIEW_DIR if write else None, progress=progress)
+        notes.extend(embed_notes)
+    elif candidates:
+        notes.append('no robot profile in dataset.yaml: trajectories not read, diversity not used')
+    if candidates and not vectors and dataset.has_profile:
+        notes.append('no trajectory in any candidate\'s bag: diversity not used')
+    picks = pick(candidates, standardized(vectors), count)
+    queue = _document(dataset, str(budget), count, items, picks, excluded, evidence, scores, uncertainty,
+                      filters, include_reviewed, min_score, notes)
+    path = None
+    if write:
+        path = _write(dataset, queue, picks, excluded, who)
+    return SelectRun(picks, excluded, queue, path, notes)
+
+
+def _document(dataset: Dataset, asked: str, count: int, items: list[Any], picks: list[Pick], excluded: dict[str, str],
+              evidence: dict[str, Evidence], scores: dict[str, float] | None, uncertainty: str | Path | None,
+              filters: Filters | None, include_reviewed: bool, min_score: float, notes: list[str]) -> dict[str, Any]:
+    inputs: dict[str, Any] = {'filters': {k: v for k, v in (filters or Filters()).__dict__.items() if v is not None},
+                              'include_reviewed': include_reviewed, 'min_score': min_score}
+    if scores is not None and uncertainty is not None:
+        inputs['uncertainty'] = {'file': str(uncertainty), 'episodes': len(scores),
+                                 'sha256': hashlib.sha256(Path(uncertainty).read_bytes()).hexdigest()}
+    queue = []
+    for p in picks:
+        e = evidence[p.episode_id]
+        queue.append({
+            'rank': p.rank, 'episode_id': p.episode_id, 'task': e.task, 'outcome': e.outcome,
+            'score': None if e.score is None else round(e.score, 4), 'priority': p.priority,
+            'reasons': p.reasons(),
+            'signals': {name: {'value': round(s.value, 4), 'weight': WEIGHTS[name],
+                               'contribution': p.contributions()[name], 'why': s.why}
+                        for name, s in sorted(p.signals.items())},
+        })
+    return {'format': QUEUE_FORMAT, 'dataset': dataset.name, 'budget': {'asked': asked, 'episodes': count},
+            'considered': len(items), 'candidates': len(evidence), 'picked': len(picks), 'weights': dict(WEIGHTS),
+            'inputs': inputs, 'queue': queue,
+            'excluded': [{'episode_id': n, 'reason': why} for n, why in sorted(excluded.items())],
+            'notes': sorted(set(notes))}
+
+
+def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded: dict[str, str],
+           who: str | None) -> Path:
+    """queue.json, then the catalog's review columns, then the audit line."""
+    folder = dataset.root / REVIEW_DIR
+    if folder.exists() and not folder.is_dir():
+        raise DatasetError(f'{folder}: not a folder: move it away so the review queue can be stored there')
+    folder.mkdir(exist_ok=True)
+    path = folder / QUEUE_FILE
+    write_json(path, queue, durable=True)
+    dataset.catalog.set_review({p.episode_id: (p.rank, p.priority, (p.reasons() or [''])[0]) for p in picks},
+                               excluded)
+    append_audit(dataset.audit_path, 'select_review', None, who, budget=queue['budget'], picked=[p.episode_id for p
+                                                                                                in picks],
+                 excluded=len(excluded))
+    return path
+
+
+def read_queue(dataset: Dataset) -> dict[str, Any] | None:
+    """review/queue.json as written by select, None when there is none; RobodataError when it is not one."""
+    from ros_robodata import untrusted
+
+    path = dataset.root / REVIEW_DIR / QUEUE_FILE
+    if not path.exists():
+        return None
+    data = untrusted.read_json(path)
+    if not isinstance(data, dict) or data.get('format') != QUEUE_FORMAT or not isinstance(data.get('queue'), list):
+        raise RobodataError(f'{path}: not a review queue robodata select wrote')
+    return data
