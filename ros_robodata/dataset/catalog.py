@@ -47,7 +47,10 @@ CREATE INDEX IF NOT EXISTS episodes_status ON episodes (status);
 """
 # Columns added after schema 1 was released, with their definitions: a catalog written by an older ros_robodata
 # gains them when opened (an older ros_robodata ignores them: it names the columns it reads).
-_ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''"}
+_ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''",
+                  # the reviewers' verdict from annotations.json (success/failure/recovery/unusable/disputed), beside
+                  # the operator's `outcome`, which it never replaces
+                  'reviewed_outcome': "TEXT NOT NULL DEFAULT ''"}
 _ADDED_INDEXES = ('CREATE INDEX IF NOT EXISTS episodes_source ON episodes (source_id)',)
 
 
@@ -70,6 +73,7 @@ class CatalogRow:
     score: float | None
     scores: dict[str, Any]
     bag_sha256: dict[str, str]
+    reviewed_outcome: str = ''
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -168,6 +172,14 @@ class Catalog:
             if cur.rowcount == 0:
                 raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
 
+    def set_reviewed_outcome(self, episode_id: str, verdict: str) -> None:
+        """The reviewers' verdict (annotations.json) beside the operator's outcome; '' when nobody reviewed it."""
+        with self._connect() as conn:
+            cur = conn.execute('UPDATE episodes SET reviewed_outcome = ?, updated_ns = ? WHERE id = ?',
+                               (verdict, time.time_ns(), episode_id))
+            if cur.rowcount == 0:
+                raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
+
     def with_source(self, content_id: str) -> list[str]:
         """Ids of the episodes imported from the recording with this content id."""
         with self._connect() as conn:
@@ -179,14 +191,17 @@ class Catalog:
         return rows[0] if rows else None
 
     def query(self, where: str = '', params: tuple[Any, ...] = ()) -> list[CatalogRow]:
-        sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
-              'message_count, size_bytes, score, scores, bag_sha256 FROM episodes'
-        if where:
-            sql += f' WHERE {where}'
-        sql += ' ORDER BY id'
         with self._connect() as conn:
+            # a read-only catalog from an older ros_robodata lacks the later columns: they read as empty
+            have = {row[1] for row in conn.execute('PRAGMA table_info(episodes)')}
+            reviewed = 'reviewed_outcome' if 'reviewed_outcome' in have else "''"
+            sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
+                  f'message_count, size_bytes, score, scores, bag_sha256, {reviewed} FROM episodes'
+            if where:
+                sql += f' WHERE {where}'
+            sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
-        return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14])) for row in rows]
+        return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14]), row[15] or '') for row in rows]
 
     def set_aside(self) -> Path | None:
         """Move an unreadable catalog (and its WAL files) out of the way, keeping it for inspection."""
