@@ -23,6 +23,7 @@ from ros_robodata.cli import (
     record_cmd,
     repair,
     report_cmd,
+    review_cmd,
     score_cmd,
     segment_cmd,
     session_cmd,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     score_cmd.add_parser(sub)
     report_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
+    review_cmd.add_parsers(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
     return parser
