@@ -88,8 +88,10 @@ class Label:
 
     @property
     def key(self) -> str:
-        """Stable name of this label across imports (its source's four names), short enough to read."""
-        raw = json.dumps([self.source.tool, self.source.project, self.source.task, self.source.item, self.kind])
+        """Stable name of this label across imports (its source's four names and its annotator: two people's
+        labels are never the same label), short enough to read."""
+        raw = json.dumps([self.source.tool, self.source.project, self.source.task, self.source.item, self.kind,
+                          self.annotator])
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def content(self) -> dict[str, Any]:
