@@ -91,11 +91,11 @@ def run_list(args: argparse.Namespace) -> int:
         print_json([r.to_dict() for r in rows])
         return 0
     table = Table(box=None, pad_edge=False)
-    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'reviewed', 'status', 'duration s', 'messages',
+    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'reviewed', 'duration s', 'messages',
                    'score'):
         table.add_column(column)
     for r in rows:
-        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.reviewed_outcome or '-', r.status,
+        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.status, r.reviewed_outcome or '-',
                       '-' if r.duration_s is None else f'{r.duration_s:.1f}', str(r.message_count),
                       '-' if r.score is None else f'{r.score:.2f}')
     stdout.print(table)
