@@ -20,6 +20,7 @@ from test import label_studio_server
 PROFILE = Path(__file__).resolve().parent.parent / 'config' / 'sim_cell.yaml'
 EPISODES = ('20260101-120000', '20260101-120001', '20260101-120002')
 PROJECT = 'pick review'
+FRAMES = 'pick review frames'
 
 
 @pytest.fixture(scope='module')
@@ -58,9 +59,10 @@ def robodata(server: label_studio_server.Server, monkeypatch: pytest.MonkeyPatch
     return main([*args[:2], args[2], '--label-studio', server.url, '--project', PROJECT, *args[3:]])
 
 
-def tasks_on_server(server: label_studio_server.Server) -> list[dict[str, Any]]:
-    projects = server.api('GET', f'/api/projects/?title={PROJECT.replace(" ", "%20")}')['results']
-    assert [p['title'] for p in projects] == [PROJECT]
+def tasks_on_server(server: label_studio_server.Server, title: str = PROJECT) -> list[dict[str, Any]]:
+    projects = server.api('GET', f'/api/projects/?title={title.replace(" ", "%20")}')['results']
+    projects = [p for p in projects if p['title'] == title]
+    assert len(projects) == 1
     answer = server.api('GET', f'/api/tasks/?project={projects[0]["id"]}&fields=all&page_size=100')
     return answer['tasks'] if isinstance(answer, dict) else answer
 
@@ -83,13 +85,22 @@ def annotate(server: label_studio_server.Server, task: dict[str, Any], user_id: 
         ]})
 
 
+def box(server: label_studio_server.Server, task: dict[str, Any], user_id: int, x_percent: float) -> None:
+    """A cube's box on an image task, in Label Studio's percent of the image."""
+    server.api('POST', f'/api/tasks/{task["id"]}/annotations/', {'completed_by': user_id, 'result': [
+        {'id': 'b1', 'from_name': 'bbox', 'to_name': 'image', 'type': 'rectanglelabels', 'original_width': 64,
+         'original_height': 48, 'value': {'x': x_percent, 'y': 20, 'width': 50, 'height': 50, 'rotation': 0,
+                                          'rectanglelabels': ['object/cube']}}]})
+
+
 def test_push_annotate_pull_and_again(server: label_studio_server.Server, dataset: Dataset,
                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # push the first two of the queue: the third episode and the first
     assert robodata(server, monkeypatch, 'review', 'push', str(dataset.root), '--queue', '2',
-                    '--document-root', str(server.document_root)) == 0
+                    '--document-root', str(server.document_root), '--frames', '2s') == 0
     out = capsys.readouterr().out
     assert 'the first 2 of the review queue' in out and '2 task(s) created' in out
+    assert "project 'pick review frames'" in out and 'frame task(s) created' in out
     tasks = tasks_on_server(server)
     assert sorted(t['data']['episode_id'] for t in tasks) == sorted([EPISODES[2], EPISODES[0]])
     for task in tasks:
@@ -100,11 +111,17 @@ def test_push_annotate_pull_and_again(server: label_studio_server.Server, datase
         assert any(r['type'] == 'timelinelabels' and r['value']['timelinelabels'] == ['manipulation/grasp']
                    for r in predicted), 'the machine grasp is offered as a prediction'
 
+    frame_tasks = tasks_on_server(server, FRAMES)
+    assert {t['data']['episode_id'] for t in frame_tasks} == {EPISODES[2], EPISODES[0]}
+    status, image = server.fetch(frame_tasks[0]['data']['image'])
+    assert status == 200 and image[:2] == b'\xff\xd8'  # a JPEG
+
     # pushing again updates in place: no new task, nothing changed
     assert robodata(server, monkeypatch, 'review', 'push', str(dataset.root), '--queue', '2',
-                    '--document-root', str(server.document_root)) == 0
-    assert '0 task(s) created, 0 updated, 2 unchanged' in capsys.readouterr().out
-    assert len(tasks_on_server(server)) == 2
+                    '--document-root', str(server.document_root), '--frames', '2s') == 0
+    out = capsys.readouterr().out
+    assert '0 task(s) created, 0 updated, 2 unchanged' in out and '0 frame task(s) created, 0 updated' in out
+    assert len(tasks_on_server(server)) == 2 and len(tasks_on_server(server, FRAMES)) == len(frame_tasks)
 
     # two annotators: ana (the admin) and bea; they agree on one episode and not on the other
     bea = server.api('POST', '/api/users/', {'username': 'bea', 'email': 'bea@robodata.test', 'password': 'x' * 12})
@@ -115,10 +132,13 @@ def test_push_annotate_pull_and_again(server: label_studio_server.Server, datase
     annotate(server, agreed, bea['id'], 'success', (10, 15))
     annotate(server, disputed, ana['id'], 'failure', (3, 6))
     bea_disputed = annotate(server, disputed, bea['id'], 'success', (12, 16))
+    frame = next(t for t in frame_tasks if t['data']['episode_id'] == EPISODES[2])
+    box(server, frame, ana['id'], 10)
+    box(server, frame, bea['id'], 15)
 
     assert robodata(server, monkeypatch, 'review', 'pull', str(dataset.root)) == 0
     out = capsys.readouterr().out
-    assert '8 label(s) added' in out and '1 task(s) back to the review queue' in out
+    assert '10 label(s) added' in out and '1 task(s) back to the review queue' in out
     labels = json.loads((dataset.episode_dir(EPISODES[0]) / 'annotations.json').read_text())['labels']
     assert sorted((x['kind'], x['annotator'], x['value']) for x in labels) == [
         ('segment', 'ana@robodata.test', 'manipulation/grasp'), ('segment', 'bea@robodata.test', 'manipulation/grasp'),
@@ -129,6 +149,12 @@ def test_push_annotate_pull_and_again(server: label_studio_server.Server, datase
     grasp = next(x for x in labels if x['kind'] == 'segment' and x['annotator'] == 'ana@robodata.test')
     times = disputed['data']['t_s']
     assert (grasp['start_s'], grasp['end_s']) == (pytest.approx(times[2]), pytest.approx(times[5]))
+
+    boxes = [x for x in json.loads((dataset.episode_dir(EPISODES[2]) / 'annotations.json').read_text())['labels']
+             if x['kind'] == 'box']
+    assert sorted(x['annotator'] for x in boxes) == ['ana@robodata.test', 'bea@robodata.test']
+    assert {x['frame_id'] for x in boxes} == {frame['data']['frame_id']}
+    assert {x['value'] for x in boxes} == {'object/cube'} and boxes[0]['box'][2:] == [32.0, 24.0]  # 50 % of 64 x 48
 
     # the reviewed verdict sits beside the operator's label, which stays
     rows = {r.id: r for r in dataset.catalog.query()}
@@ -147,6 +173,8 @@ def test_push_annotate_pull_and_again(server: label_studio_server.Server, datase
     # verdicts: (success, success) and (failure, success): observed 0.5, by chance 0.5 -> kappa 0
     assert figures['verdict_cohen_kappa'] == {'ana@robodata.test|bea@robodata.test': 0.0}
     by_task = {t['episode']: t for t in figures['tasks']}
+    # boxes 32 px wide, 5 % of 64 px (3.2 px) apart: IoU 28.8 / 35.2
+    assert by_task[EPISODES[2]]['box_iou'] == pytest.approx(28.8 / 35.2, abs=1e-3)
     agreed_iou = by_task[EPISODES[2]]['temporal_iou']['manipulation/grasp']
     expected = (times_of(agreed, 14) - times_of(agreed, 10)) / (times_of(agreed, 15) - times_of(agreed, 10))
     assert agreed_iou == pytest.approx(expected, abs=1e-3)

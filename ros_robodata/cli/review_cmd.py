@@ -45,6 +45,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument('--document-root', help='the server\'s LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT, holding --media '
                    '(default: the media folder itself)')
     p.add_argument('--every', default='0.2s', help='one video frame every T of the reference camera (default 0.2s)')
+    p.add_argument('--frames', metavar='T', help='also one image task every T of each pushed episode (boxes, '
+                   'polygons, tags of the taxonomy) in the project "NAME frames"')
     p.add_argument('--taxonomy', help='class taxonomy YAML (default: config/taxonomy.yaml)')
     p.set_defaults(func=run_push)
 
@@ -148,7 +150,8 @@ def run_push(args: argparse.Namespace) -> int:
     media = Path(args.media) if args.media else review_dir(dataset) / 'media'
     result = push(dataset, url=args.label_studio, project=args.project, token=token, taxonomy=_taxonomy(args.taxonomy),
                   media_dir=media, document_root=Path(args.document_root) if args.document_root else None,
-                  episodes=args.episodes, queue=args.queue, every_ns=parse_duration(args.every, '--every'))
+                  episodes=args.episodes, queue=args.queue, every_ns=parse_duration(args.every, '--every'),
+                  frames_every_ns=None if args.frames is None else parse_duration(args.frames, '--frames'))
     if args.json:
         print_json(result.to_json())
         return 0
@@ -156,6 +159,10 @@ def run_push(args: argparse.Namespace) -> int:
     stdout.print(f'project {args.project!r} (id {result.project_id}{", created" if result.project_created else ""}): '
                  f'{len(result.created)} task(s) created, {len(result.updated)} updated, '
                  f'{len(result.unchanged)} unchanged', markup=False)
+    if result.frames:
+        f = result.frames
+        stdout.print(f'project {f["project"]!r} (id {f["project_id"]}): {f["created"]} frame task(s) created, '
+                     f'{f["updated"]} updated, {f["unchanged"]} unchanged', markup=False)
     for episode, why in sorted(result.skipped.items()):
         stderr.print(f'{episode}: not pushed: {why}', markup=False)
     return 3 if result.skipped else 0

@@ -95,12 +95,14 @@ def _result_labels(result: Mapping[str, Any], data: Mapping[str, Any], annotator
                     raise AnnotationError(f'{where}: a verdict needs exactly one choice, got {choices!r}')
                 return [Label(VERDICT, str(choices[0]), annotator, when, source)]
             return [Label(TAG, class_path(c), annotator, when, _with_item(source, f'{source.item}/{c}'),
-                          frame=0, frame_id=str(data.get('frame_id', '')), sensor=str(data.get('sensor', '')))
+                          frame=_frame_index(data), frame_id=str(data.get('frame_id', '')),
+                          sensor=str(data.get('sensor', '')))
                     for c in choices]
         if kind in ('rectanglelabels', 'polygonlabels'):
             width, height = float(result['original_width']), float(result['original_height'])
             classes = value.get(kind) or []
-            frame = {'frame': 0, 'frame_id': str(data.get('frame_id', '')), 'sensor': str(data.get('sensor', ''))}
+            frame = {'frame': _frame_index(data), 'frame_id': str(data.get('frame_id', '')),
+                     'sensor': str(data.get('sensor', ''))}
             if kind == 'rectanglelabels':
                 box = (value['x'] * width / 100, value['y'] * height / 100, value['width'] * width / 100,
                        value['height'] * height / 100)
@@ -130,6 +132,12 @@ def _result_labels(result: Mapping[str, Any], data: Mapping[str, Any], annotator
 
 def _with_item(source: Source, item: str) -> Source:
     return Source(source.tool, source.project, source.task, item)
+
+
+def _frame_index(data: Mapping[str, Any]) -> int:
+    """An image task's frame index, from its frame id `<episode>/<index>` (0 when it has none)."""
+    tail = str(data.get('frame_id', '')).rsplit('/', 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _frame_id(data: Mapping[str, Any], frame: int) -> str:

@@ -108,6 +108,8 @@ def push(request: dict[str, Any]) -> dict[str, Any]:
 def pull(request: dict[str, Any]) -> dict[str, Any]:
     ls = _client(request['url'])
     project = _find_project(ls, request['project'])
+    if project is None and request.get('optional'):
+        return {'project_id': None, 'tasks': []}
     if project is None:
         raise BridgeError(f'no project {request["project"]!r} on {request["url"]} (push it first)')
     emails = {u.id: (u.email or u.username or str(u.id)) for u in ls.users.list()}

@@ -25,7 +25,7 @@ from ros_robodata.review.agreement import Agreement, Thresholds, agreement, writ
 from ros_robodata.review.apply import Applied, apply_labels, current_labels
 from ros_robodata.review.importers.label_studio import labels_from_tasks
 from ros_robodata.review.label_studio.client import call
-from ros_robodata.review.label_studio.tasks import review_config, timeline_tasks
+from ros_robodata.review.label_studio.tasks import frame_tasks, frames_config, review_config, timeline_tasks
 
 QUEUE_FILE = 'queue.json'
 STATE_FILE = 'label_studio.json'
@@ -91,6 +91,7 @@ class PushResult:
     unchanged: list[str]
     skipped: dict[str, str]
     chosen_from: str
+    frames: dict[str, Any] = field(default_factory=dict)  # the frames project's answer, when --frames
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -98,7 +99,7 @@ class PushResult:
 
 def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxonomy, media_dir: Path,
          document_root: Path | None = None, episodes: Sequence[str] | None = None, queue: int | None = None,
-         every_ns: int = 200_000_000) -> PushResult:
+         every_ns: int = 200_000_000, frames_every_ns: int | None = None) -> PushResult:
     """Push episodes to the Label Studio project (see the module docstring)."""
     chosen, chosen_from = choose_episodes(dataset, episodes=episodes, queue=queue)
     if not chosen:
@@ -117,9 +118,28 @@ def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxo
                   token)
     by_key = {s['key']: s['episode'] for s in specs}
     _remember(dataset, url, project, answer, by_key, media_dir)
-    return PushResult(int(answer['project_id']), bool(answer['project_created']),
-                      [by_key[k] for k in answer['created']], [by_key[k] for k in answer['updated']],
-                      [by_key[k] for k in answer['unchanged']], skipped, chosen_from)
+    result = PushResult(int(answer['project_id']), bool(answer['project_created']),
+                        [by_key[k] for k in answer['created']], [by_key[k] for k in answer['updated']],
+                        [by_key[k] for k in answer['unchanged']], skipped, chosen_from)
+    if frames_every_ns is not None:
+        pushed = [s['episode'] for s in specs]
+        frame_specs = frame_tasks(dataset, pushed, media_dir=media_dir / 'frames', document_root=document_root,
+                                  every_ns=frames_every_ns)
+        frames = call({'op': 'push', 'url': url, 'project': frames_project(project),
+                       'label_config': frames_config(taxonomy), 'storage_path': str(media_dir / 'frames'),
+                       'tasks': [{'key': s['key'], 'data': s['data'], 'predictions': []} for s in frame_specs]},
+                      token)
+        _remember(dataset, url, frames_project(project), frames, {s['key']: s['key'] for s in frame_specs},
+                  media_dir / 'frames')
+        result.frames = {'project': frames_project(project), 'project_id': frames['project_id'],
+                         'created': len(frames['created']), 'updated': len(frames['updated']),
+                         'unchanged': len(frames['unchanged'])}
+    return result
+
+
+def frames_project(project: str) -> str:
+    """The title of the project holding an episode project's frame tasks."""
+    return f'{project} frames'
 
 
 def _remember(dataset: Dataset, url: str, project: str, answer: dict[str, Any], by_key: dict[str, str],
@@ -164,16 +184,22 @@ def pull(dataset: Dataset, *, url: str, project: str, token: str, thresholds: Th
          who: str | None = None) -> PullResult:
     """Pull every annotation of the project into the dataset (see the module docstring)."""
     answer = call({'op': 'pull', 'url': url, 'project': project}, token)
+    frames = call({'op': 'pull', 'url': url, 'project': frames_project(project), 'optional': True}, token)
     known = set(dataset.episode_ids())
     tasks, skipped = [], {}
-    for task in answer['tasks']:
+    frame_tasks_ = [dict(t, project=frames_project(project)) for t in frames.get('tasks') or ()]
+    for task in [*answer['tasks'], *frame_tasks_]:
         episode = (task.get('data') or {}).get('episode_id')
         dataset_name = (task.get('data') or {}).get('dataset')
         if dataset_name not in (None, dataset.name) or episode not in known:
             skipped[str(task.get('id'))] = f'episode {episode!r} of dataset {dataset_name!r} is not in this dataset'
             continue
         tasks.append(task)
-    labels = labels_from_tasks(tasks, project=project, where=f'{url} project {project!r}')
+    labels: dict[str, list[Any]] = {}
+    for title in (project, frames_project(project)):
+        mine = [t for t in tasks if t.get('project', project) == title]
+        for episode, found in labels_from_tasks(mine, project=title, where=f'{url} project {title!r}').items():
+            labels.setdefault(episode, []).extend(found)
     applied = apply_labels(dataset, labels, who=who, source={'tool': 'label_studio', 'url': url, 'project': project})
     result = agreement(current_labels(dataset), thresholds)
     path = write_disagreements(review_dir(dataset), result)

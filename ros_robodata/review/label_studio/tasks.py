@@ -24,6 +24,8 @@ from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.export.tasks.frames import DEFAULT_BASE_URL, episode_fps
 from ros_robodata.export.tasks.label_studio import (
     episode_sequences,
+    label_studio_image_config,
+    label_studio_tasks,
     label_studio_timeline_config,
     video_path,
     write_episode_video,
@@ -154,3 +156,31 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
         if episode_id not in {s['episode'] for s in specs} and episode_id not in skipped:
             skipped[episode_id] = 'no camera frame exported'
     return specs, skipped
+
+
+def frames_config(taxonomy: Taxonomy) -> str:
+    """The labeling config of the frame tasks: the taxonomy's boxes, polygons, keypoints and tags."""
+    return label_studio_image_config(taxonomy)
+
+
+def frame_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: Path, document_root: Path,
+                every_ns: int) -> list[dict[str, Any]]:
+    """Task specs for one image task per exported camera frame of the episodes (every `every_ns`), media in
+    `media_dir`; the key is the frame id and camera, so a push again finds the same task."""
+    from ros_robodata.dataset.targets import prepare
+
+    work = prepare(dataset)
+    chosen = set(episode_ids)
+    items = [item for item in work.items if item.name in chosen]
+    if not items:
+        return []
+    result = export_items(items, work.profile, media_dir, ExportOptions(schedule=ScheduleSpec(every_ns=every_ns)),
+                          name=dataset.name)
+    root = document_root.resolve()
+    base = DEFAULT_BASE_URL + media_dir.resolve().relative_to(root).as_posix() + '/'
+    specs = []
+    for task in label_studio_tasks(result.manifest, root=media_dir, base_url=base, document_root=media_dir):
+        data = dict(task['data'], dataset=dataset.name)
+        specs.append({'key': f'{dataset.name}/{data["frame_id"]}/{data["sensor"]}', 'episode': data['episode_id'],
+                      'data': data, 'predictions': []})
+    return specs
