@@ -80,3 +80,25 @@ def test_labels_of_unknown_episode_write_nothing(make_demo_dataset: Callable[...
         apply_labels(ds, {'20260103-090000': [_segment('manipulation/grasp', 0, 1)],
                           '20260103-999999': [_segment('manipulation/grasp', 0, 1)]})
     assert not (ds.episode_dir('20260103-090000') / 'annotations.json').exists()
+
+
+def test_which_episodes_a_push_takes(make_demo_dataset: Callable[..., Dataset]) -> None:
+    from ros_robodata.errors import DatasetError
+    from ros_robodata.review.label_studio.sync import choose_episodes
+
+    ids = ['20260104-000001', '20260104-000002', '20260104-000003']
+    ds = make_demo_dataset([{'episode_id': e} for e in ids])
+    chosen, said = choose_episodes(ds, episodes=None, queue=2)
+    assert chosen == ids[:2] and said.startswith('no review queue') and 'first 2 episode(s) by id' in said
+    assert choose_episodes(ds, episodes=None, queue=None)[0] == ids
+    (ds.root / 'review').mkdir()
+    (ds.root / 'review' / 'queue.json').write_text(json.dumps([ids[2], {'episode_id': ids[0]}]))
+    chosen, said = choose_episodes(ds, episodes=None, queue=5)
+    assert chosen == [ids[2], ids[0]] and said == 'the first 2 of the review queue (2 ranked)'
+    assert choose_episodes(ds, episodes=[ids[1]], queue=None)[0] == [ids[1]]
+    (ds.root / 'review' / 'queue.json').write_text(json.dumps({'queue': ['20990101-000000']}))
+    with pytest.raises(DatasetError, match='not in the dataset'):
+        choose_episodes(ds, episodes=None, queue=1)
+    (ds.root / 'review' / 'queue.json').write_text('{"queue": 3}')
+    with pytest.raises(DatasetError, match='not a review queue'):
+        choose_episodes(ds, episodes=None, queue=1)
