@@ -86,6 +86,8 @@ def start(workdir: Path, document_root: Path, *, timeout_s: float = 300.0) -> Se
         'LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED': 'true',
         'LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT': str(document_root),
         'LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK': 'true',
+        # the test talks to 127.0.0.1 only: no version check on PyPI, no analytics
+        'LABEL_STUDIO_LATEST_VERSION_CHECK': 'false', 'LABEL_STUDIO_COLLECT_ANALYTICS': 'false',
     })
     log = workdir / 'label_studio.log'
     with log.open('wb') as out:
