@@ -208,6 +208,16 @@ def test_push_annotate_pull_and_again(server: label_studio_server.Server, datase
     assert dataset.catalog.get(EPISODES[0]).reviewed_outcome == 'failure'
     assert json.loads((dataset.root / 'review' / 'disagreements.json').read_text())['episodes'] == []
 
+    # the operator relabels an episode: pushing again updates that task in place
+    assert main(['set', str(dataset.episode_dir(EPISODES[2])), '--outcome', 'failure']) == 0
+    capsys.readouterr()
+    assert robodata(server, monkeypatch, 'review', 'push', str(dataset.root), '--queue', '2',
+                    '--document-root', str(server.document_root)) == 0
+    assert '0 task(s) created, 1 updated, 1 unchanged' in capsys.readouterr().out
+    tasks = {t['data']['episode_id']: t for t in tasks_on_server(server)}
+    assert len(tasks) == 2 and tasks[EPISODES[2]]['data']['outcome'] == 'failure'
+    assert tasks[EPISODES[2]]['id'] == agreed['id']
+
 
 def times_of(task: dict[str, Any], frame: int) -> float:
     return float(task['data']['t_s'][frame - 1])
