@@ -11,6 +11,7 @@ review/disagreements.json, which the review queue reads to send them back to a h
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -307,8 +308,6 @@ def write_disagreements(review_dir: Path, result: Agreement) -> Path:
     previous = None
     if path.is_file():
         try:
-            import json
-
             previous = json.loads(path.read_text(encoding='utf-8'))
         except (OSError, ValueError):
             previous = None

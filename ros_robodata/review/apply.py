@@ -62,11 +62,10 @@ def apply_labels(dataset: Dataset, labels: Mapping[str, Sequence[Label]], *, who
         folder = dataset.episode_dir(episode_id)
         result = add_labels(folder, dataset.audit_path, episode_labels, who=who, source=source)
         applied.episodes[episode_id] = result
-        if result.revision is not None or dataset.catalog.get(episode_id) is not None:
-            verdict = read_annotations(folder).reviewed_verdict()
-            row = dataset.catalog.get(episode_id)
-            if row is not None and row.reviewed_outcome != verdict:
-                dataset.catalog.set_reviewed_outcome(episode_id, verdict)
+        row = dataset.catalog.get(episode_id)
+        verdict = read_annotations(folder).reviewed_verdict()
+        if row is not None and row.reviewed_outcome != verdict:  # also heals a catalog that missed an earlier one
+            dataset.catalog.set_reviewed_outcome(episode_id, verdict)
     return applied
 
 

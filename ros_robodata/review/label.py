@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ros_robodata.errors import AnnotationError
@@ -150,9 +150,6 @@ class Label:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise AnnotationError(f'{where}: not a label ({type(err).__name__}: {err})') from None
-
-    def with_time(self, time: str) -> Label:
-        return replace(self, time=time)
 
 
 def _finite(*values: float) -> bool:

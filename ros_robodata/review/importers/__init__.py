@@ -5,6 +5,7 @@ AnnotationError line and nothing of it is imported."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 from ros_robodata import untrusted
@@ -53,7 +54,7 @@ def read_annotation_file(path: Path, known: Collection[str], *, fmt: str | None 
             raise AnnotationError(str(err)) from None
         labels = labels_from_tasks(tasks, project=path.name, where=str(path))
         if annotator:
-            labels = {e: [_as(label, annotator) for label in ls] for e, ls in labels.items()}
+            labels = {e: [replace(label, annotator=annotator) for label in ls] for e, ls in labels.items()}
         if episode:
             labels = {episode: [label for ls in labels.values() for label in ls]}
     elif fmt == 'cvat_video':
@@ -68,11 +69,6 @@ def read_annotation_file(path: Path, known: Collection[str], *, fmt: str | None 
                               + (f' (and {len(unknown) - 1} more)' if len(unknown) > 1 else ''))
     return fmt, labels
 
-
-def _as(label: Label, annotator: str) -> Label:
-    from dataclasses import replace
-
-    return replace(label, annotator=annotator)
 
 
 __all__ = ['FORMATS', 'detect_format', 'read_annotation_file']

@@ -187,8 +187,8 @@ def pull(dataset: Dataset, *, url: str, project: str, token: str, thresholds: Th
     frames = call({'op': 'pull', 'url': url, 'project': frames_project(project), 'optional': True}, token)
     known = set(dataset.episode_ids())
     tasks, skipped = [], {}
-    frame_tasks_ = [dict(t, project=frames_project(project)) for t in frames.get('tasks') or ()]
-    for task in [*answer['tasks'], *frame_tasks_]:
+    of_frames = [dict(t, project=frames_project(project)) for t in frames.get('tasks') or ()]
+    for task in [*answer['tasks'], *of_frames]:
         episode = (task.get('data') or {}).get('episode_id')
         dataset_name = (task.get('data') or {}).get('dataset')
         if dataset_name not in (None, dataset.name) or episode not in known:
