@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import print_json, stderr, stdout
+from ros_robodata.cli.common import print_json, progress, stderr, stdout
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
@@ -151,7 +151,8 @@ def run_push(args: argparse.Namespace) -> int:
     result = push(dataset, url=args.label_studio, project=args.project, token=token, taxonomy=_taxonomy(args.taxonomy),
                   media_dir=media, document_root=Path(args.document_root) if args.document_root else None,
                   episodes=args.episodes, queue=args.queue, every_ns=parse_duration(args.every, '--every'),
-                  frames_every_ns=None if args.frames is None else parse_duration(args.frames, '--frames'))
+                  frames_every_ns=None if args.frames is None else parse_duration(args.frames, '--frames'),
+                  progress=lambda it: progress(it, 'exporting the videos', quiet=args.json))
     if args.json:
         print_json(result.to_json())
         return 0

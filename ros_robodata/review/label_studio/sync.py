@@ -11,7 +11,7 @@ supersedes it), refreshes the catalog's reviewed outcome and review/disagreement
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,7 +99,8 @@ class PushResult:
 
 def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxonomy, media_dir: Path,
          document_root: Path | None = None, episodes: Sequence[str] | None = None, queue: int | None = None,
-         every_ns: int = 200_000_000, frames_every_ns: int | None = None) -> PushResult:
+         every_ns: int = 200_000_000, frames_every_ns: int | None = None,
+         progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> PushResult:
     """Push episodes to the Label Studio project (see the module docstring)."""
     chosen, chosen_from = choose_episodes(dataset, episodes=episodes, queue=queue)
     if not chosen:
@@ -109,7 +110,7 @@ def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxo
     if not media_dir.is_relative_to(document_root):
         raise RobodataError(f'{media_dir}: the media folder must be inside the document root {document_root}')
     specs, skipped = timeline_tasks(dataset, chosen, media_dir=media_dir, document_root=document_root,
-                                    every_ns=every_ns, taxonomy=taxonomy)
+                                    every_ns=every_ns, taxonomy=taxonomy, progress=progress)
     if not specs:
         raise DatasetError(f'{dataset.root}: none of the {len(chosen)} episode(s) has camera frames to review')
     answer = call({'op': 'push', 'url': url, 'project': project, 'label_config': review_config(taxonomy),

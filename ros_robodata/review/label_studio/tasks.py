@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,9 @@ def media_url(media_dir: Path, rel: str, document_root: Path) -> str:
 
 
 def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: Path, document_root: Path,
-                   every_ns: int, taxonomy: Taxonomy) -> tuple[list[dict[str, Any]], dict[str, str]]:
+                   every_ns: int, taxonomy: Taxonomy,
+                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+                   ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(task specs for the bridge, episode -> why it was not made) for the episodes, media written into
     `media_dir` (frames, then one MP4 per episode)."""
     from ros_robodata.dataset.targets import prepare
@@ -128,7 +130,7 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
     if not items:
         return [], skipped
     result = export_items(items, work.profile, media_dir, ExportOptions(schedule=ScheduleSpec(every_ns=every_ns)),
-                          name=dataset.name)
+                          name=dataset.name, progress=progress)
     skipped.update(result.failed)
     manifest = result.manifest
     stamps = {f['frame_id']: f for f in manifest['frames']}
