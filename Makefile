@@ -64,3 +64,9 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+# The Label Studio server and label-studio-sdk in a venv of their own (.venv-labelstudio, pinned in
+# tools/labelstudio-requirements.txt): `robodata review push/pull` and the Label Studio tests use it. The test
+# fixture makes it on first use as well.
+labelstudio: setup
+	$(PY) tools/labelstudio_env.py

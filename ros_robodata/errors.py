@@ -43,3 +43,11 @@ class TaskFileError(ExportError):
 class FileWriteError(RobodataError, OSError):
     """A file could not be written (disk full, permission, a folder where the file belongs): still an OSError for
     the code that handles storage failures (the recorder), one line for the user."""
+
+
+class AnnotationError(RobodataError):
+    """An annotation file or a labeling tool's answer cannot be read as labels (nothing is imported from it)."""
+
+
+class LabelStudioError(RobodataError):
+    """Label Studio cannot be reached, refuses the token, or answers something we cannot use."""

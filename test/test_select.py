@@ -16,6 +16,9 @@ from ros_robodata import Dataset, score, segment, select_for_review
 from ros_robodata.cli.main import main
 from ros_robodata.dataset.audit import read_audit
 from ros_robodata.profile import load_profile
+from ros_robodata.review import agreement, current_labels, write_disagreements
+from ros_robodata.review.label import VERDICT, Label, Source
+from ros_robodata.review.store import add_labels
 from ros_robodata.selection.rank import pick, standardized
 from ros_robodata.selection.signals import Signal
 from ros_robodata.sim.episodes import add_sim_episode, without_sensors
@@ -160,10 +163,15 @@ def test_an_unscored_dataset_says_what_to_run(tmp_path, capsys):
     assert code == 1 and 'run `robodata score' in err
 
 
+def _verdicts(dataset: Path, episode: str, *given: tuple[str, str]) -> None:
+    """Reviewers' verdicts put into annotations.json by the review loop's own store."""
+    labels = [Label(VERDICT, verdict, annotator, '2026-12-01T10:00:00+00:00', Source('label_studio', 'p', '1'))
+              for annotator, verdict in given]
+    add_labels(dataset / 'episodes' / episode, dataset / 'audit.jsonl', labels, who='test')
+
+
 def test_a_reviewed_verdict_keeps_an_episode_out_unless_asked(dataset, capsys):
-    # annotations.json as the review loop writes it (read leniently: only the verdict matters here)
-    (dataset / 'episodes' / MISLABELLED / 'annotations.json').write_text(json.dumps(
-        {'labels': [{'kind': 'verdict', 'value': 'success', 'annotator': 'bo'}]}))
+    _verdicts(dataset, MISLABELLED, ('bo', 'success'))
     code, queue, _ = _select(capsys, dataset, '--budget', '2')
     assert code == 0 and MISLABELLED not in [p['episode_id'] for p in queue['queue']]
     assert {'episode_id': MISLABELLED, 'reason': 'already reviewed (verdict success)'} in queue['excluded']
@@ -174,6 +182,19 @@ def test_a_reviewed_verdict_keeps_an_episode_out_unless_asked(dataset, capsys):
     code, queue, _ = _select(capsys, dataset, '--budget', '2')
     assert code == 0 and queue['queue'][0]['episode_id'] == MISLABELLED
     assert any('annotations.json' in note and 'read as not reviewed' in note for note in queue['notes'])
+
+
+def test_reviewers_who_disagree_put_the_episode_back_in_the_queue_with_their_reasons(dataset, capsys):
+    """Two reviewers split on an episode the machine had no doubt about: it needs a third look."""
+    code, queue, _ = _select(capsys, dataset, '--budget', '2')
+    calm = next(e for e in ('ep00', 'ep01', 'ep05') if e not in [p['episode_id'] for p in queue['queue']])
+    _verdicts(dataset, calm, ('bo', 'success'), ('carla', 'failure'))
+    write_disagreements(dataset / 'review', agreement(current_labels(Dataset.open(dataset))))
+    code, queue, _ = _select(capsys, dataset, '--budget', '2')
+    picked = {p['episode_id']: p for p in queue['queue']}
+    assert code == 0 and calm in picked  # it was not before
+    assert 'reviewers disagree' in json.dumps(picked[calm]) and 'verdict' in json.dumps(picked[calm])
+    assert calm not in [e['episode_id'] for e in queue['excluded']]
 
 
 def test_a_dry_run_stores_nothing(dataset, capsys):

@@ -92,11 +92,11 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     table = Table(box=None, pad_edge=False)
     queued = any(r.review_rank is not None for r in rows)  # `robodata select` stored a queue: its rank per episode
-    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'duration s', 'messages', 'score',
-                   *(['review'] if queued else [])):
+    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'reviewed', 'duration s', 'messages',
+                   'score', *(['review'] if queued else [])):
         table.add_column(column)
     for r in rows:
-        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.status,
+        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.status, r.reviewed_outcome or '-',
                       '-' if r.duration_s is None else f'{r.duration_s:.1f}', str(r.message_count),
                       '-' if r.score is None else f'{r.score:.2f}',
                       *([f'#{r.review_rank}' if r.review_rank is not None else '-'] if queued else []))

@@ -23,6 +23,7 @@ from ros_robodata.cli import (
     record_cmd,
     repair,
     report_cmd,
+    review_cmd,
     score_cmd,
     segment_cmd,
     select_cmd,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_cmd.add_parser(sub)
     select_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
+    review_cmd.add_parsers(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
     return parser

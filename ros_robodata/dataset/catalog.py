@@ -51,7 +51,10 @@ _ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''",
                   # the review queue (`robodata select`): rank in the queue (NULL: not picked), its priority, the
                   # main reason, or why it was filtered out; review/queue.json is where they come from
                   'review_rank': 'INTEGER', 'review_priority': 'REAL', 'review_reason': "TEXT NOT NULL DEFAULT ''",
-                  'review_excluded': "TEXT NOT NULL DEFAULT ''"}
+                  'review_excluded': "TEXT NOT NULL DEFAULT ''",
+                  # the reviewers' verdict from annotations.json (success/failure/recovery/unusable/disputed), beside
+                  # the operator's `outcome`, which it never replaces
+                  'reviewed_outcome': "TEXT NOT NULL DEFAULT ''"}
 _REVIEW_COLUMNS = ('review_rank', 'review_priority', 'review_reason', 'review_excluded')
 _ADDED_INDEXES = ('CREATE INDEX IF NOT EXISTS episodes_source ON episodes (source_id)',)
 
@@ -79,6 +82,7 @@ class CatalogRow:
     review_priority: float | None = None
     review_reason: str = ''
     review_excluded: str = ''
+    reviewed_outcome: str = ''
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -177,6 +181,14 @@ class Catalog:
             if cur.rowcount == 0:
                 raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
 
+    def set_reviewed_outcome(self, episode_id: str, verdict: str) -> None:
+        """The reviewers' verdict (annotations.json) beside the operator's outcome; '' when nobody reviewed it."""
+        with self._connect() as conn:
+            cur = conn.execute('UPDATE episodes SET reviewed_outcome = ?, updated_ns = ? WHERE id = ?',
+                               (verdict, time.time_ns(), episode_id))
+            if cur.rowcount == 0:
+                raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
+
     def with_source(self, content_id: str) -> list[str]:
         """Ids of the episodes imported from the recording with this content id."""
         with self._connect() as conn:
@@ -192,14 +204,15 @@ class Catalog:
             have = {row[1] for row in conn.execute('PRAGMA table_info(episodes)')}
             # an older catalog opened read-only lacks the added columns: they read as empty
             review = ', '.join(c if c in have else 'NULL' for c in _REVIEW_COLUMNS)
+            reviewed = 'reviewed_outcome' if 'reviewed_outcome' in have else "''"
             sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
-                  f'message_count, size_bytes, score, scores, bag_sha256, {review} FROM episodes'
+                  f'message_count, size_bytes, score, scores, bag_sha256, {review}, {reviewed} FROM episodes'
             if where:
                 sql += f' WHERE {where}'
             sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
         return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14]), row[15], row[16], row[17] or '',
-                           row[18] or '') for row in rows]
+                           row[18] or '', row[19] or '') for row in rows]
 
     def set_review(self, picked: dict[str, tuple[int, float, str]], excluded: dict[str, str]) -> None:
         """The review queue's columns, all episodes at once: (rank, priority, main reason) of each pick, the reason

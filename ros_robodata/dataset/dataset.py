@@ -352,6 +352,7 @@ class Dataset:
             readable.add(episode_id)
             self.catalog.upsert(episode, **self.bag_stats(episode))
             self._restore_scores(episode_id)
+            self._restore_reviewed_outcome(episode_id)
             listed += 1
         for row in rows:
             if row.id not in readable:
@@ -413,6 +414,19 @@ class Dataset:
             self.catalog.set_scores(episode_id, score, scores)
         except (RobodataError, AttributeError, TypeError, ValueError):
             append_audit(self.audit_path, 'unreadable_quality_file', episode_id, file=str(path))
+
+    def _restore_reviewed_outcome(self, episode_id: str) -> None:
+        """The reviewers' verdict lives in the episode's annotations.json; the catalog only indexes it."""
+        from ros_robodata.review.store import read_annotations
+
+        try:
+            verdict = read_annotations(self.episode_dir(episode_id)).reviewed_verdict()
+        except RobodataError:
+            append_audit(self.audit_path, 'unreadable_annotations_file', episode_id,
+                         path=str(self.episode_dir(episode_id) / 'annotations.json'))
+            return
+        if verdict:
+            self.catalog.set_reviewed_outcome(episode_id, verdict)
 
     def bag_stats(self, episode: Episode) -> dict[str, int]:
         files = self.bag_files(episode.id)

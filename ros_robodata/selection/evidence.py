@@ -31,6 +31,7 @@ class Evidence:
     events: list[dict[str, Any]] | None = None
     event_warnings: list[str] = field(default_factory=list)
     reviewed: str | None = None  # the reviewed verdict from annotations.json, if any
+    reviewers_disagree: str = ''  # why its reviewers disagreed (review/disagreements.json), if they did
     notes: list[str] = field(default_factory=list)
 
 

@@ -28,7 +28,7 @@ from ros_robodata.files import write_json
 from ros_robodata.selection.embedding import embeddings
 from ros_robodata.selection.evidence import Evidence, read_evidence
 from ros_robodata.selection.rank import Pick, pick, standardized
-from ros_robodata.selection.reviewed import reviewed_verdict
+from ros_robodata.selection.reviewed import reviewed_verdict, reviewer_disagreements
 from ros_robodata.selection.signals import MIN_SCORE, WEIGHTS, episode_signals, typical_confidence, unusable
 from ros_robodata.selection.uncertainty import load_uncertainty, scaled
 
@@ -94,6 +94,8 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
     notes: list[str] = []
     evidence: dict[str, Evidence] = {}
     excluded: dict[str, str] = {}
+    disputed, note = reviewer_disagreements(dataset.root / REVIEW_DIR)
+    notes.extend([note] if note else [])
     for item in items:
         episode = item.episode
         assert episode is not None
@@ -101,6 +103,8 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
         e = read_evidence(folder, item.name, episode.task, episode.outcome, episode.status)
         e.reviewed, note = reviewed_verdict(folder)
         notes.extend(e.notes + ([note] if note else []))
+        if item.name in disputed:  # low agreement puts the episode back in the queue
+            e.reviewed, e.reviewers_disagree = None, disputed[item.name]
         why = unusable(e, min_score)
         if why is None and e.reviewed is not None and (e.reviewed == 'unusable' or not include_reviewed):
             why = f'already reviewed (verdict {e.reviewed})'

@@ -1,43 +1,45 @@
-"""Whether a human already gave an episode its verdict: read from episodes/<id>/annotations.json.
+"""What reviewers already said of an episode, as the review loop stores it (ros_robodata.review): its verdict in
+episodes/<id>/annotations.json, and whether its reviewers disagreed (review/disagreements.json).
 
-The review loop writes annotations.json (its own module owns the format); selection only needs to know whether an
-episode's verdict was already reviewed, so it does not ask a person twice. This reader is deliberately small and
-lenient: an absent file is no review, and a file it cannot make sense of is said in a note, never fatal.
+An episode with a reviewed verdict is not asked of a person again; one whose reviewers disagreed (a disputed
+verdict, or a task `robodata review agreement` flagged) goes back into the queue with their reasons. A file that
+cannot be read is said in a note and read as no review, never fatal: selection must still run.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ros_robodata import untrusted
 from ros_robodata.errors import RobodataError
-
-ANNOTATIONS_FILE = 'annotations.json'
-_VERDICT_KINDS = ('verdict', 'episode_verdict')
+from ros_robodata.review.agreement import DISAGREEMENTS_FILE
+from ros_robodata.review.store import DISPUTED, read_annotations
 
 
 def reviewed_verdict(episode_dir: Path) -> tuple[str | None, str | None]:
-    """(the latest reviewed episode verdict or None, a note when the file could not be read). Entries are taken
-    from a list, or from the file's `labels` / `annotations` list; an entry counts when its `kind` is a verdict
-    and it names one (`value`, `verdict` or `outcome`)."""
-    path = episode_dir / ANNOTATIONS_FILE
+    """(the reviewed episode verdict or None, a note when annotations.json could not be read); a disputed verdict
+    is no verdict: the episode needs another look."""
+    try:
+        verdict = read_annotations(episode_dir).reviewed_verdict()
+    except RobodataError as err:
+        return None, f'{" ".join(str(err).split())}; read as not reviewed'
+    return (verdict if verdict and verdict != DISPUTED else None), None
+
+
+def reviewer_disagreements(review_dir: Path) -> tuple[dict[str, str], str | None]:
+    """Episode id -> why its reviewers disagreed, from review/disagreements.json ({} when there is none), and a
+    note when the file could not be read."""
+    path = review_dir / DISAGREEMENTS_FILE
     if not path.exists():
-        return None, None
+        return {}, None
     try:
         data = untrusted.read_json(path)
     except RobodataError as err:
-        return None, f'{" ".join(str(err).split())}; read as not reviewed'
-    entries: Any = data
-    if isinstance(data, dict):
-        entries = data.get('labels', data.get('annotations', []))
-    if not isinstance(entries, list):
-        return None, f'{path}: no list of labels in it; read as not reviewed'
-    verdict = None
-    for entry in entries:
-        if not isinstance(entry, dict) or entry.get('kind') not in _VERDICT_KINDS:
-            continue
-        value = next((entry[k] for k in ('value', 'verdict', 'outcome') if isinstance(entry.get(k), str)), None)
-        if value:
-            verdict = value
-    return verdict, None
+        return {}, f'{" ".join(str(err).split())}; reviewers read as agreeing'
+    entries = data.get('episodes') if isinstance(data, dict) else None
+    out = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get('episode'), str):
+            reasons = entry.get('reasons') if isinstance(entry.get('reasons'), list) else []
+            out[entry['episode']] = '; '.join(str(r) for r in reasons) or 'reviewers disagree'
+    return out, None

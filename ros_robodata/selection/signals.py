@@ -29,6 +29,7 @@ from ros_robodata.vocabulary import (
 # doubt is worth most; diversity (k-center on the trajectory embedding) is added while picking, see rank.py.
 WEIGHTS = {
     'label_disagrees': 3.0,   # the success verdict contradicts the operator's outcome label
+    'reviewers_disagree': 3.0,  # reviewers already looked and disagreed (robodata review agreement)
     'unlabelled': 2.0,        # no outcome label at all
     'uncertainty': 3.0,       # --uncertainty FILE: the team's policy is unsure here (0..1 between the candidates)
     'doubtful_events': 2.0,   # low-confidence key events, or events that contradict each other or the label
@@ -92,6 +93,8 @@ def episode_signals(evidence: Evidence, *, uncertainty: tuple[float, str] | None
     usual confidence in the dataset (typical_confidence); `uncertainty`: (0..1, why) from the team's policy
     (uncertainty.scaled), absent when no file was given."""
     out = {'label_disagrees': _label_disagrees(evidence), 'unlabelled': _unlabelled(evidence),
+           'reviewers_disagree': Signal(1.0, f'reviewers disagree: {_clip(evidence.reviewers_disagree)}')
+           if evidence.reviewers_disagree else Signal(0.0, ''),
            'doubtful_events': _doubtful_events(evidence, typical or {}),
            'near_usability_line': _near_line(evidence, min_score),
            'novelty': _novelty(evidence), 'rare_outcome': _rare_outcome(evidence)}

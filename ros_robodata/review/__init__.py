@@ -1,0 +1,18 @@
+"""The review loop's second half: human labels into the dataset and what they say.
+
+`label` (one label: kind, class path or verdict, annotator, time, source), `store` (episodes/<id>/annotations.json,
+append-only in revisions, audit.jsonl), `importers` (Label Studio JSON, CVAT video and images 1.1, COCO), `apply`
+(labels into a dataset, all or nothing; the catalog's reviewed outcome), `agreement` (annotators against each
+other; review/disagreements.json), `machine` (the segmenter and success verdict against reviewed labels),
+`label_studio` (push episodes to a Label Studio project and pull the annotations, through label-studio-sdk).
+"""
+
+from ros_robodata.review.agreement import Agreement, Thresholds, agreement, write_disagreements
+from ros_robodata.review.apply import Applied, apply_labels, current_labels, import_annotations
+from ros_robodata.review.label import KINDS, VERDICTS, Label, Source
+from ros_robodata.review.machine import MachineReport, machine_report
+from ros_robodata.review.store import EpisodeAnnotations, read_annotations
+
+__all__ = ['KINDS', 'VERDICTS', 'Agreement', 'Applied', 'EpisodeAnnotations', 'Label', 'MachineReport', 'Source',
+           'Thresholds', 'agreement', 'apply_labels', 'current_labels', 'import_annotations', 'machine_report',
+           'read_annotations', 'write_disagreements']
