@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.cli import export_lerobot_cmd
 from ros_robodata.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -80,6 +81,7 @@ def add_parser(sub: Any) -> None:
     live.add_argument('--format', default='jpg', help='jpg (default) or png')
     live.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     live.set_defaults(func=run_live)
+    export_lerobot_cmd.add_parser(kinds)
 
 
 def run_live(args: argparse.Namespace) -> int:

@@ -45,17 +45,6 @@ def read_info(root: Path) -> dict[str, Any]:
     return info
 
 
-def is_lerobot_dataset(path: Path) -> bool:
-    """A folder with meta/info.json naming a codebase_version and data/ beside it."""
-    info = path / INFO
-    if not (info.is_file() and (path / 'data').is_dir()):
-        return False
-    try:
-        return 'codebase_version' in json.loads(info.read_text(encoding='utf-8'))
-    except (OSError, ValueError):
-        return False
-
-
 def write_tasks(path: Path, tasks: list[str]) -> None:
     """meta/tasks.parquet as pandas writes it: the task text as the table's index, task_index its column.
     LeRobot reads it with pandas and looks tasks up by that index."""
