@@ -80,7 +80,10 @@ class LeRobotSource:
         features = self.info['features']
         if layout.STATE not in features:
             raise RobodataError(f'{root}: no {layout.STATE} feature in {layout.INFO}: nothing to make joint states of')
-        self.video_keys = [k for k, v in features.items() if isinstance(v, dict) and v.get('dtype') == 'video']
+        declared = [k for k, v in features.items() if isinstance(v, dict) and v.get('dtype') == 'video']
+        videos = [p.parts for p in (root / 'videos').rglob('*.mp4')] if (root / 'videos').is_dir() else []
+        self.video_keys = [k for k in declared if any(k in parts for parts in videos)]
+        self.absent_videos = [k for k in declared if k not in self.video_keys]
         self.tasks = layout.read_tasks(root)
         self.meta = self._episode_meta()
 
@@ -278,6 +281,7 @@ def import_lerobot(dataset: Dataset, recording: Recording, options: ImportOption
         result.notes.append(f'robot profile written from {layout.INFO} (no gripper: give --profile for the segmenter)')
     else:
         _check_profile(profile, own, recording.path)
+    result.notes += [f'{key}: in {layout.INFO}, but no video file here: left out' for key in source.absent_videos]
     cid = content_id(recording.files)
     done = {int(e.source.get('lerobot', {}).get('episode_index', -1)): i
             for i, e in imported_from(dataset, cid).items()}
