@@ -37,6 +37,16 @@ def main() -> int:
             else:
                 entry[key] = value
         report['items'].append(entry)
+    # LeRobot's own statistics of the exported state and action, episode by episode then pooled, as its recorder does
+    from lerobot.datasets.compute_stats import aggregate_stats, compute_episode_stats
+
+    table = dataset.hf_dataset.with_format(None)
+    columns = {key: np.asarray(table[key], dtype=np.float32) for key in ('observation.state', 'action')}
+    episodes = np.asarray(table['episode_index'])
+    per_episode = [compute_episode_stats({key: values[episodes == e] for key, values in columns.items()},
+                                         dataset.features) for e in sorted(set(episodes.tolist()))]
+    report['lerobot_stats'] = {key: {k: np.asarray(v).tolist() for k, v in value.items()}
+                               for key, value in aggregate_stats(per_episode).items()}
     print(json.dumps(report))
     return 0
 
