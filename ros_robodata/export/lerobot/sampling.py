@@ -65,75 +65,68 @@ def _field(msg: Any, path: str) -> float:
     return float(msg)
 
 
-def read_vector(reader: BagReader, topic: str, msgtype: str, wanted: list[str] | None = None,
-                extra: tuple[str, str] | None = None) -> Stream:
-    """A stream of numbers: a JointState's positions (the `wanted` joints, in that order, or all), a twist or pose,
-    or a Float64/Float32MultiArray (stamped by receive time: it has no header). `extra` = (topic, joint): a joint
-    read from another JointState topic and appended (a gripper published apart from the arm)."""
-    stamps: list[int] = []
-    rows: list[list[float]] = []
-    names: list[str] = list(wanted or [])
-    topics = [topic] + ([extra[0]] if extra else [])
-    extra_stamps: list[int] = []
-    extra_values: list[float] = []
-    for message in reader.messages(topics):
-        if message.topic != topic:
-            joints = read_joints(message.data, lambda m=message: reader.decode(m))
-            if extra and extra[1] in joints.names:
-                extra_stamps.append(joints.stamp_ns)
-                extra_values.append(joints.position[joints.names.index(extra[1])])
-            continue
+class _Vectors:
+    """Collects one topic's numbers as its messages come: a JointState's positions (the `wanted` joints in that order,
+    or all), a twist or pose, or a Float64/Float32MultiArray (stamped by receive time: it has no header)."""
+
+    def __init__(self, where: Path, topic: str, msgtype: str, wanted: list[str] | None = None) -> None:
+        if msgtype != JOINT_STATE and msgtype not in _VECTOR_FIELDS and msgtype not in _ARRAYS:
+            raise ExportError(f'{where}: {topic} is {msgtype}: an action is read from a JointState, a twist, a pose or '
+                              'a Float64/Float32MultiArray (use --action-topic, or none for the next state)')
+        self.where, self.topic, self.msgtype = where, topic, msgtype
+        self.names: list[str] = list(wanted or [])
+        self.stamps: list[int] = []
+        self.rows: list[list[float]] = []
+
+    def add(self, reader: BagReader, message: Any) -> None:
+        msgtype = self.msgtype
         if msgtype == JOINT_STATE:
-            joints = read_joints(message.data, lambda m=message: reader.decode(m))
-            if not names:
-                names = list(joints.names)
+            joints = read_joints(message.data, lambda: reader.decode(message))
+            if not self.names:
+                self.names = list(joints.names)
             where = {n: i for i, n in enumerate(joints.names)}
-            if any(n not in where for n in names):
-                continue  # a message carrying other joints (a second arm on the same topic)
-            stamps.append(joints.stamp_ns)
-            rows.append([joints.position[where[n]] for n in names])
+            if any(n not in where for n in self.names):
+                return  # a message carrying other joints (a second arm on the same topic)
+            self.stamps.append(joints.stamp_ns)
+            self.rows.append([joints.position[where[n]] for n in self.names])
         elif msgtype in _VECTOR_FIELDS:
             msg = reader.decode(message)
             inner, paths = _VECTOR_FIELDS[msgtype]
-            names = list(paths)
-            stamp = header_stamp_ns(message.data) if msgtype.endswith('Stamped') else message.t_ns
-            stamps.append(stamp if stamp is not None else message.t_ns)
-            rows.append([_field(getattr(msg, inner) if inner else msg, p) for p in paths])
-        elif msgtype in _ARRAYS:
-            data = list(reader.decode(message).data)
-            names = names or [f'{topic.strip("/").replace("/", ".")}[{i}]' for i in range(len(data))]
-            if len(data) != len(names):
-                continue
-            stamps.append(message.t_ns)
-            rows.append(data)
+            self.names = list(paths)
+            stamp = header_stamp_ns(message.data) if msgtype.endswith('Stamped') else None
+            self.stamps.append(stamp if stamp is not None else message.t_ns)
+            self.rows.append([_field(getattr(msg, inner) if inner else msg, p) for p in paths])
         else:
-            raise ExportError(f'{reader.path}: {topic} is {msgtype}: an action is read from a JointState, a twist, a '
-                              f'pose or a Float64/Float32MultiArray (use --action-topic, or none for the next state)')
-    if not rows:
-        raise ExportError(f'{reader.path}: no usable message on {topic}' + (f' with joints {", ".join(names)}'
-                                                                              if names else ''))
-    values = np.asarray(rows, dtype=np.float64)
-    t = np.asarray(stamps, dtype=np.int64)
-    order = np.argsort(t, kind='stable')
-    t, values = t[order], values[order]
-    if extra is not None:
-        if not extra_stamps:
-            raise ExportError(f'{reader.path}: no {extra[1]!r} joint on {extra[0]}')
-        e_t = np.asarray(extra_stamps, dtype=np.int64)
-        e_order = np.argsort(e_t, kind='stable')
-        picks = nearest(e_t[e_order], t)
-        values = np.column_stack([values, np.asarray(extra_values)[e_order][picks]])
-        names = [*names, extra[1]]
-    return Stream(t, values, names)
+            data = list(reader.decode(message).data)
+            self.names = self.names or [f'{self.topic.strip("/").replace("/", ".")}[{i}]' for i in range(len(data))]
+            if len(data) == len(self.names):
+                self.stamps.append(message.t_ns)
+                self.rows.append(data)
+
+    def stream(self) -> Stream:
+        if not self.rows:
+            joints = f' with joints {", ".join(self.names)}' if self.names else ''
+            raise ExportError(f'{self.where}: no usable message on {self.topic}{joints}')
+        t = np.asarray(self.stamps, dtype=np.int64)
+        order = np.argsort(t, kind='stable')
+        return Stream(t[order], np.asarray(self.rows, dtype=np.float64)[order], self.names)
 
 
-def camera_stamps(reader: BagReader, topic: str) -> np.ndarray:
-    """Header stamps of a camera's frames in the bag's order (no pixel decoded)."""
-    out = []
-    for message in reader.messages([topic]):
+class _Stamps:
+    """A camera's header stamps in the bag's order (no pixel decoded)."""
+
+    def __init__(self) -> None:
+        self.stamps: list[int] = []
+
+    def add(self, reader: BagReader, message: Any) -> None:
         stamp = header_stamp_ns(message.data)
-        out.append(stamp if stamp is not None else message.t_ns)
-    return np.asarray(out, dtype=np.int64)
+        self.stamps.append(stamp if stamp is not None else message.t_ns)
+
+
+def _append(state: Stream, extra: Stream) -> Stream:
+    """The state with another stream's single column appended, sample nearest each state sample."""
+    picks = nearest(extra.stamps, state.stamps)
+    return Stream(state.stamps, np.column_stack([state.values, extra.values[picks]]), [*state.names, *extra.names])
 
 
 def nearest(stamps: np.ndarray, ticks: np.ndarray) -> np.ndarray:
@@ -165,9 +158,22 @@ def grid_episode(bag: Path, profile: Profile, fps: float, cameras: list[str], *,
                 extra = (gripper.topic, gripper.joint)
             elif arm is not None:
                 arm = [*arm, gripper.joint]
-        state = read_vector(reader, topics.joint_states.topic, JOINT_STATE, arm, extra)
-        action = read_vector(reader, action_topic, have[action_topic].msgtype) if action_topic else None
-        frames = {c.name: camera_stamps(reader, c.topic) for c in topics.cameras if c.name in cameras}
+        collectors: dict[str, Any] = {topics.joint_states.topic: _Vectors(bag, topics.joint_states.topic,
+                                                                          JOINT_STATE, arm)}
+        if extra is not None:
+            collectors[extra[0]] = _Vectors(bag, extra[0], JOINT_STATE, [extra[1]])
+        if action_topic:
+            collectors[action_topic] = _Vectors(bag, action_topic, have[action_topic].msgtype)
+        camera_topics = {c.topic: c.name for c in topics.cameras if c.name in cameras}
+        for topic in camera_topics:
+            collectors[topic] = _Stamps()
+        for message in reader.messages(list(collectors)):  # one pass: every chunk decompressed once
+            collectors[message.topic].add(reader, message)
+    state = collectors[topics.joint_states.topic].stream()
+    if extra is not None:
+        state = _append(state, collectors[extra[0]].stream())
+    action = collectors[action_topic].stream() if action_topic else None
+    frames = {name: np.asarray(collectors[topic].stamps, dtype=np.int64) for topic, name in camera_topics.items()}
     for name, stamps in frames.items():
         if len(stamps) == 0:
             raise ExportError(f'{bag}: camera {name} has no frame')

@@ -17,13 +17,15 @@ def quantile_key(q: float) -> str:
     return f'q{round(q * 100):02d}'
 
 
-def _histogram_quantiles(column: np.ndarray) -> list[float]:
-    """Quantiles of one channel read off a histogram between its min and max, linearly inside the bin."""
-    edges = np.linspace(column.min() - 1e-10, column.max() + 1e-10, HISTOGRAM_BINS + 1)
-    counts = np.cumsum(np.histogram(column, bins=edges)[0])
+def _histogram_quantiles(values: np.ndarray, weights: np.ndarray | None = None) -> list[float]:
+    """Quantiles of one channel read off a histogram between its min and max, linearly inside the bin; `weights`:
+    how often each value occurs (the same histogram as of the repeated values)."""
+    edges = np.linspace(values.min() - 1e-10, values.max() + 1e-10, HISTOGRAM_BINS + 1)
+    counts = np.cumsum(np.histogram(values, bins=edges, weights=weights)[0])
+    total = counts[-1]
     out = []
     for q in QUANTILES:
-        target = q * column.size
+        target = q * total
         i = int(np.searchsorted(counts, target))
         if i == 0:
             out.append(float(edges[0]))
@@ -43,10 +45,21 @@ def vector_stats(values: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def image_stats(frames: np.ndarray) -> dict[str, np.ndarray]:
-    """Statistics of sampled (n, h, w, 3) uint8 frames, per channel in [0, 1], shaped (3, 1, 1)."""
-    pixels = frames.reshape(-1, frames.shape[-1]).astype(np.float64)
-    stats = _stats(pixels, len(frames))
-    return {k: v if k == 'count' else (v / 255.0).reshape(-1, 1, 1) for k, v in stats.items()}
+    """Statistics of sampled (n, h, w, 3) uint8 frames, per channel in [0, 1], shaped (3, 1, 1). Counted per pixel
+    value (256 of them) rather than per pixel: the same numbers, a hundred times less work."""
+    channels = frames.shape[-1]
+    levels = np.arange(256, dtype=np.float64)
+    counts = [np.bincount(frames[..., c].reshape(-1), minlength=256).astype(np.float64) for c in range(channels)]
+    total = counts[0].sum()
+    mean = np.array([(levels * c).sum() / total for c in counts])
+    squares = np.array([(levels ** 2 * c).sum() / total for c in counts])
+    present = [levels[c > 0] for c in counts]
+    out = {'min': np.array([p.min() for p in present]), 'max': np.array([p.max() for p in present]), 'mean': mean,
+           'std': np.sqrt(np.maximum(0.0, squares - mean ** 2)), 'count': np.array([len(frames)])}
+    quantiles = np.array([_histogram_quantiles(p, c[c > 0]) for p, c in zip(present, counts, strict=True)])
+    for i, q in enumerate(QUANTILES):
+        out[quantile_key(q)] = quantiles[:, i]
+    return {k: v if k == 'count' else (v / 255.0).reshape(-1, 1, 1) for k, v in out.items()}
 
 
 def _stats(rows: np.ndarray, count: int) -> dict[str, np.ndarray]:
