@@ -319,3 +319,51 @@ def test_bad_lerobot_input_is_one_clear_line(tmp_path: Path, capsys: pytest.Capt
     assert 'no observation.state feature' in capsys.readouterr().err
     assert main(['score', str(REACHY)]) == 1
     assert 'a LeRobot dataset, not a bag' in capsys.readouterr().err
+
+
+def test_trim_idle_and_the_next_state_as_action(dataset: Any, tmp_path: Path) -> None:
+    copy = tmp_path / 'ds'
+    shutil.copytree(dataset.root, copy)
+    quality_path = copy / 'episodes' / _episode_id(0) / 'quality.json'
+    quality = json.loads(quality_path.read_text())
+    quality['metrics']['trim'] = {'start_s': 0.5, 'end_s': 3.0}  # what score writes when the arm waited
+    quality_path.write_text(json.dumps(quality))
+    out = tmp_path / 'trimmed'
+    assert main(['export', 'lerobot', str(copy), '--out', str(out), '--trim-idle', '--action-topic', 'none']) == 0
+    info = _info(out)
+    assert info['ros_robodata']['action_source'] == 'next_state'
+    assert info['features']['action']['names'] == info['features']['observation.state']['names']
+    episode = next(e for e in _episodes(out) if e['source_episode_id'] == _episode_id(0))
+    assert episode['source_start_ns'] >= quality['start_ns'] + 0.5e9
+    last = episode['source_start_ns'] + (episode['length'] - 1) * 1e9 / 30
+    assert last <= quality['start_ns'] + 3.0e9 and episode['length'] >= 2.5 * 30 - 2
+    data = _data(out)
+    rows = range(episode['dataset_from_index'], episode['dataset_to_index'])
+    states = [data['observation.state'][i] for i in rows]
+    actions = [data['action'][i] for i in rows]
+    assert actions[:-1] == states[1:]  # each action is the state one frame later
+
+
+def test_import_of_a_lerobot_v21_dataset(tmp_path: Path) -> None:
+    """The layout LeRobot used before v3.0: one parquet file per episode, tasks and episodes as JSON lines."""
+    old = tmp_path / 'v21'
+    (old / 'data' / 'chunk-000').mkdir(parents=True)
+    (old / 'meta').mkdir()
+    table = pq.read_table(REACHY / 'data' / 'chunk-000' / 'file-000.parquet')
+    episodes = table.column('episode_index').to_pylist()
+    for k in sorted(set(episodes)):
+        rows = [i for i, e in enumerate(episodes) if e == k]
+        pq.write_table(table.take(rows), old / 'data' / 'chunk-000' / f'episode_{k:06d}.parquet')
+    info = json.loads((REACHY / 'meta' / 'info.json').read_text())
+    info.update(codebase_version='v2.1', data_path='data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet')
+    (old / 'meta' / 'info.json').write_text(json.dumps(info))
+    (old / 'meta' / 'tasks.jsonl').write_text('{"task_index": 0, "task": "place the apple in the plate"}\n')
+    target = tmp_path / 'imported'
+    assert main(['import', str(old), '--dataset', str(target)]) == 0
+    from ros_robodata.dataset import Dataset
+
+    ds = Dataset.open(target)
+    assert [ds.episode(e).source['lerobot']['codebase_version'] for e in ds.episode_ids()] == ['v2.1'] * 3
+    counts = [ds.episode(e).topics['/observation/state']['count'] for e in ds.episode_ids()]
+    assert counts == [episodes.count(k) for k in sorted(set(episodes))]
+    assert {ds.episode(e).task for e in ds.episode_ids()} == {'place the apple in the plate'}
