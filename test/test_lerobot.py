@@ -121,6 +121,7 @@ def test_frames_sit_on_the_fps_grid_and_videos_hold_every_episode(export: Path) 
         stamps = np.asarray([data['timestamp'][i] for i in rows])
         assert np.abs(stamps - np.arange(len(rows)) / 30).max() < 1e-4  # LeRobot's tolerance
         assert [data['index'][i] for i in rows] == list(range(e['dataset_from_index'], e['dataset_to_index']))
+        assert e['max_offset_ms'] <= 1000 / 60 + 1  # every picked sample within half a frame of its tick
     for camera in ('wrist', 'scene'):
         video = export / 'videos' / f'observation.images.{camera}' / 'chunk-000' / 'file-000.mp4'
         times = [t for t, _ in _decode(video)]

@@ -3,6 +3,7 @@ trains on it can trace every episode back to its bag and rebuild the export."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ def write_card(path: Path, dataset: Dataset, profile: Profile, policy: dict[str,
              f'- ros_robodata version: {version}',
              f'- source episodes ({len(sources)}): ' + ', '.join(f'`{e}`' for e in sources), '',
              '## Curation policy', '']
-    lines += [f'- {key}: {value}' for key, value in policy.items()]
+    lines += [f'- {key}: {json.dumps(value)}' for key, value in policy.items()]
     lines += ['', '## Counts', '',
               f'- LeRobot episodes: {len(rows)} (from {len(sources)} source episodes; a source episode cut at '
               'flagged windows gives several)',
@@ -48,6 +49,7 @@ def write_card(path: Path, dataset: Dataset, profile: Profile, policy: dict[str,
               '- per frame: `subtask` (the segmenter\'s timeline), `event` (grasp, release ... within half a frame), '
               '`quality.flags` (checks whose flagged windows hold the frame), `quality.flagged`',
               '- per episode (meta/episodes): `source_episode_id`, `source_part`, `source_start_ns`, `outcome`, '
-              '`review` (approved / rejected), `score`, `operator`, `mode`, `split`, `flagged_frames`',
+              '`review` (approved / rejected), `score`, `operator`, `mode`, `split`, `flagged_frames`, `max_offset_ms` '
+              '(the farthest any picked sample lay from its frame\'s time)',
               '- meta/info.json `ros_robodata`: where the action comes from, the policy, the profile\'s sha256', '']
-    path.write_text('\n'.join(lines), encoding='utf-8')
+    path.write_text('\n'.join(lines) + '\n', encoding='utf-8')

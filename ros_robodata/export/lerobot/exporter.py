@@ -29,7 +29,7 @@ from ros_robodata.errors import ExportError, RobodataError
 from ros_robodata.export.lerobot import layout, stats
 from ros_robodata.export.lerobot.card import write_card
 from ros_robodata.export.lerobot.policy import Candidate, Policy, Selection, select
-from ros_robodata.export.lerobot.sampling import NEXT_STATE, EpisodeGrid, grid_episode
+from ros_robodata.export.lerobot.sampling import ACTION_TYPES, NEXT_STATE, EpisodeGrid, grid_episode
 from ros_robodata.export.lerobot.video import CODECS, VideoFile, even_size
 from ros_robodata.profile import JOINT_STATE, Profile
 
@@ -92,7 +92,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _action_topic(profile: Profile, wanted: str | None, dataset: Dataset) -> str | None:
+def _action_topic(profile: Profile, wanted: str | None, notes: list[str]) -> str | None:
+    """The topic actions are read from: the one asked for, else the profile's actions topic when it holds numbers,
+    else None (the next state)."""
     if wanted is None:
         return None
     if wanted:
@@ -100,7 +102,13 @@ def _action_topic(profile: Profile, wanted: str | None, dataset: Dataset) -> str
             raise RobodataError(f'--action-topic: {wanted} is not a topic of the profile ({profile.source})')
         return wanted
     actions = profile.topics.actions
-    return actions.topic if actions is not None else None
+    if actions is None:
+        return None
+    if actions.type not in ACTION_TYPES:
+        notes.append(f'the actions topic {actions.topic} is {actions.type}, not numbers an action is read from: the '
+                     'action is the next state (name a leader arm with --action-topic)')
+        return None
+    return actions.topic
 
 
 def _prepare_out(out: Path) -> Path:
@@ -269,14 +277,15 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
         cameras = list(options.cameras)
     fps = options.fps or next((round(c.rate_hz) for c in profile.topics.cameras
                                if c.name in cameras and c.rate_hz), 30)
-    action_topic = _action_topic(profile, options.action_topic, dataset)
+    notes: list[str] = []
+    action_topic = _action_topic(profile, options.action_topic, notes)
     selection = select(candidates(dataset, episode_ids if episode_ids is not None else dataset.episode_ids()),
                        options.policy)
     if not selection.kept:
         raise ExportError(f'{dataset.root}: no episode passes the policy ({len(selection.left_out)} left out: '
                           + '; '.join(f'{k}: {v}' for k, v in list(selection.left_out.items())[:5]) + ')')
     staging = _prepare_out(out_dir)
-    result = LeRobotExport(out_dir, selection)
+    result = LeRobotExport(out_dir, selection, notes=notes)
     started = time.perf_counter()
     writer = _Writer(staging, fps, options)
     tasks: dict[str, int] = {}
@@ -414,7 +423,8 @@ def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options
                     'outcome': episode.outcome, 'review': episode.status if episode.status in ('approved',
                                                                                               'rejected') else '',
                     'score': quality.get('score'), 'operator': episode.operator, 'mode': episode.mode,
-                    'split': split, 'flagged_frames': int(sum(bool(f) for f in flagged))})
+                    'split': split, 'flagged_frames': int(sum(bool(f) for f in flagged)),
+                    'max_offset_ms': max(grid.offset_ms.values())})
         writer.episode_rows.append(row)
         writer.episode_stats.append(feature_stats)
         writer.index += n

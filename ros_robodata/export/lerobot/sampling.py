@@ -30,6 +30,7 @@ _VECTOR_FIELDS = {
                                                'orientation.y', 'orientation.z', 'orientation.w')),
 }
 _ARRAYS = ('std_msgs/msg/Float64MultiArray', 'std_msgs/msg/Float32MultiArray')
+ACTION_TYPES = (JOINT_STATE, *_VECTOR_FIELDS, *_ARRAYS)  # what an action can be read from
 
 
 @dataclass
@@ -70,7 +71,7 @@ class _Vectors:
     or all), a twist or pose, or a Float64/Float32MultiArray (stamped by receive time: it has no header)."""
 
     def __init__(self, where: Path, topic: str, msgtype: str, wanted: list[str] | None = None) -> None:
-        if msgtype != JOINT_STATE and msgtype not in _VECTOR_FIELDS and msgtype not in _ARRAYS:
+        if msgtype not in ACTION_TYPES:
             raise ExportError(f'{where}: {topic} is {msgtype}: an action is read from a JointState, a twist, a pose or '
                               'a Float64/Float32MultiArray (use --action-topic, or none for the next state)')
         self.where, self.topic, self.msgtype = where, topic, msgtype
