@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ros_robodata import __version__
 from ros_robodata.bag.image import decode_image
@@ -28,12 +27,13 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import ExportError, RobodataError
 from ros_robodata.export.lerobot import layout, stats
 from ros_robodata.export.lerobot.card import write_card
+from ros_robodata.export.lerobot.files import ExportFiles
+from ros_robodata.export.lerobot.frame_labels import flags_per_tick, kept_runs, labels_per_tick
+from ros_robodata.export.lerobot.meta import write_meta
 from ros_robodata.export.lerobot.policy import Candidate, Policy, Selection, select
-from ros_robodata.export.lerobot.sampling import ACTION_TYPES, NEXT_STATE, EpisodeGrid, grid_episode
-from ros_robodata.export.lerobot.video import CODECS, VideoFile, even_size
-from ros_robodata.profile import JOINT_STATE, Profile
-
-MIN_PART_FRAMES = 2  # a stretch between flagged windows shorter than this is dropped, not exported
+from ros_robodata.export.lerobot.sampling import ACTION_TYPES, EpisodeGrid, grid_episode
+from ros_robodata.export.lerobot.video import CODECS, even_size
+from ros_robodata.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -130,107 +130,6 @@ def candidates(dataset: Dataset, ids: list[str]) -> list[Candidate]:
     return out
 
 
-class _Writer:
-    """The files of one export as they grow: data parquet files, one video file per camera, episode rows."""
-
-    def __init__(self, root: Path, fps: int, options: LeRobotOptions) -> None:
-        self.root, self.fps, self.options = root, fps, options
-        self.data_file = 0
-        self._data: pq.ParquetWriter | None = None
-        self.videos: dict[str, VideoFile] = {}
-        self.video_files: dict[str, int] = {}
-        self.video_sizes: dict[str, tuple[int, int]] = {}
-        self.episode_rows: list[dict[str, Any]] = []
-        self.episode_stats: list[dict[str, dict[str, np.ndarray]]] = []
-        self.index = 0
-        self.encode_s = 0.0
-
-    def data_path(self) -> Path:
-        return self.root / layout.DATA_PATH.format(chunk_index=self.data_file // layout.CHUNKS_SIZE,
-                                                   file_index=self.data_file)
-
-    def write_rows(self, table: pa.Table) -> tuple[int, int]:
-        if self._data is None:
-            path = self.data_path()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._data = pq.ParquetWriter(path, table.schema)
-        self._data.write_table(table)
-        where = (self.data_file // layout.CHUNKS_SIZE, self.data_file)
-        return where
-
-    def end_episode(self) -> None:
-        """Roll the data and video files that are past their size limit (between episodes only)."""
-        if self._data is not None and self.data_path().stat().st_size / 2**20 >= self.options.data_file_mb:
-            self._data.close()
-            self._data = None
-            self.data_file += 1
-        for camera, video in list(self.videos.items()):
-            if video.size_mb >= self.options.video_file_mb:
-                self._close_video(camera)
-                self.video_files[camera] += 1
-
-    def video(self, camera: str, width: int, height: int) -> VideoFile:
-        if self.video_sizes.setdefault(camera, (width, height)) != (width, height):
-            raise ExportError(f'camera {camera}: {width}x{height} frames here, {self.video_sizes[camera][0]}x'
-                              f'{self.video_sizes[camera][1]} in earlier episodes: one video needs one size')
-        if camera not in self.videos:
-            index = self.video_files.setdefault(camera, 0)
-            path = self.root / layout.VIDEO_PATH.format(video_key=layout.IMAGES_PREFIX + camera,
-                                                        chunk_index=index // layout.CHUNKS_SIZE, file_index=index)
-            self.videos[camera] = VideoFile(path, self.fps, width, height, self.options.codec, self.options.crf,
-                                            self.options.gop)
-        return self.videos[camera]
-
-    def _close_video(self, camera: str) -> None:
-        started = time.perf_counter()
-        self.videos.pop(camera).close()
-        self.encode_s += time.perf_counter() - started
-
-    def close(self) -> None:
-        if self._data is not None:
-            self._data.close()
-            self._data = None
-        for camera in list(self.videos):
-            self._close_video(camera)
-
-
-def _flags(findings: list[dict[str, Any]], ticks: np.ndarray) -> list[str]:
-    """Per tick, the quality checks whose flagged windows hold it (comma-separated), '' for none."""
-    out = [''] * len(ticks)
-    for finding in findings:
-        for start, end in finding.get('ranges_ns') or []:
-            inside = np.flatnonzero((ticks >= int(start)) & (ticks <= int(end)))
-            for k in inside:
-                out[k] = f'{out[k]},{finding.get("check", "")}' if out[k] else str(finding.get('check', ''))
-    return out
-
-
-def _labels(events: dict[str, Any], ticks: np.ndarray, fps: int) -> tuple[list[str], list[str]]:
-    """Per tick, the subtask of the timeline it falls in and the event (if any) within half a frame of it."""
-    subtask = [''] * len(ticks)
-    for span in events.get('timeline') or []:
-        name = str(span.get('name', ''))
-        for k in np.flatnonzero((ticks >= int(span['start_ns'])) & (ticks < int(span['end_ns']))):
-            subtask[k] = name
-    event = [''] * len(ticks)
-    half = 5e8 / fps
-    for item in events.get('events') or []:
-        t = int(item['t_ns'])
-        k = int(np.argmin(np.abs(ticks - t))) if len(ticks) else -1
-        if k >= 0 and abs(int(ticks[k]) - t) <= half:
-            event[k] = f'{event[k]},{item["kind"]}' if event[k] else str(item['kind'])
-    return subtask, event
-
-
-def _parts(keep: np.ndarray) -> list[np.ndarray]:
-    """Runs of consecutive kept ticks, each at least MIN_PART_FRAMES long."""
-    idx = np.flatnonzero(keep)
-    if not len(idx):
-        return []
-    runs = np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
-    return [r for r in runs if len(r) >= MIN_PART_FRAMES]
-
-
 def _camera_frames(bag: Path, profile: Profile, grid: EpisodeGrid, order: np.ndarray,
                    cameras: list[str]) -> Iterator[tuple[str, int, np.ndarray]]:
     """(camera, position in `order`, RGB frame) for every kept tick, in tick order per camera; each picked frame
@@ -287,7 +186,7 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
     staging = _prepare_out(out_dir)
     result = LeRobotExport(out_dir, selection, notes=notes)
     started = time.perf_counter()
-    writer = _Writer(staging, fps, options)
+    writer = ExportFiles(staging, fps, options)
     tasks: dict[str, int] = {}
     names: tuple[list[str], list[str]] | None = None
     sources: dict[int, str] = {}
@@ -315,7 +214,7 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
             raise ExportError(f'{dataset.root}: nothing exported: ' + '; '.join(
                 f'{k}: {v}' for k, v in list(result.failed.items())[:3]))
         assert names is not None
-        _write_meta(staging, dataset, profile, options, fps, cameras, writer, tasks, names, selection, action_topic)
+        write_meta(staging, dataset, profile, options, fps, cameras, writer, tasks, names, selection, action_topic)
         result.episodes = len(writer.episode_rows)
         result.frames = writer.index
         write_card(staging / 'README.md', dataset, profile, options.policy.to_json(), selection, writer.episode_rows,
@@ -334,7 +233,7 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
 
 
 def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options: LeRobotOptions, fps: int,
-                    cameras: list[str], action_topic: str | None, writer: _Writer, tasks: dict[str, int],
+                    cameras: list[str], action_topic: str | None, writer: ExportFiles, tasks: dict[str, int],
                     split: str) -> tuple[tuple[list[str], list[str]], list[int]] | None:
     folder = dataset.episode_dir(episode_id)
     episode = dataset.episode(episode_id)
@@ -349,14 +248,14 @@ def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options
                       int(origin + trim['end_s'] * 1e9) if 'end_s' in trim else None)
     grid = grid_episode(dataset.bag_dir(episode_id), profile, fps, cameras, action_topic=action_topic,
                         window_ns=window)
-    flags = _flags(quality.get('findings') or [], grid.ticks)
+    flags = flags_per_tick(quality.get('findings') or [], grid.ticks)
     keep = np.ones(len(grid), dtype=bool)
     if options.policy.exclude_flagged:
         keep = np.array([not f for f in flags], dtype=bool)
-    parts = _parts(keep)
+    parts = kept_runs(keep)
     if not parts:
         return None
-    subtask, event = _labels(events, grid.ticks, fps)
+    subtask, event = labels_per_tick(events, grid.ticks, fps)
     task = episode.task or dataset.name
     task_index = tasks.setdefault(task, len(tasks))
     order = np.concatenate(parts)
@@ -433,63 +332,3 @@ def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options
     return (grid.state_names, grid.action_names), new
 
 
-def _vector_feature(names: list[str]) -> dict[str, Any]:
-    return {'dtype': 'float32', 'shape': [len(names)], 'names': list(names)}
-
-
-def _write_meta(root: Path, dataset: Dataset, profile: Profile, options: LeRobotOptions, fps: int,
-                cameras: list[str], writer: _Writer, tasks: dict[str, int], names: tuple[list[str], list[str]],
-                selection: Selection, action_topic: str | None) -> None:
-    meta = root / 'meta'
-    meta.mkdir(exist_ok=True)
-    layout.write_tasks(root / layout.TASKS, list(tasks))
-    rows = writer.episode_rows
-    stat_columns: dict[str, list[Any]] = {}
-    for feature_stats in writer.episode_stats:
-        for feature, values in feature_stats.items():
-            for key, value in values.items():
-                stat_columns.setdefault(f'stats/{feature}/{key}', []).append(np.asarray(value).tolist())
-    table = pa.Table.from_pylist(rows)
-    for column, values in stat_columns.items():
-        table = table.append_column(column, pa.array(values))
-    path = root / layout.EPISODES_PATH.format(chunk_index=0, file_index=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
-    features: dict[str, Any] = {layout.STATE: _vector_feature(names[0]), layout.ACTION: _vector_feature(names[1])}
-    for name in cameras:
-        width, height = writer.video_sizes[name]
-        features[layout.IMAGES_PREFIX + name] = {
-            'dtype': 'video', 'shape': [height, width, 3], 'names': ['height', 'width', 'channels'],
-            'info': {'video.height': height, 'video.width': width, 'video.codec': options.codec,
-                     'video.pix_fmt': 'yuv420p', 'video.is_depth_map': False, 'video.fps': fps,
-                     'video.channels': 3, 'has_audio': False}}
-    for column, dtype in (('timestamp', 'float32'), ('frame_index', 'int64'), ('episode_index', 'int64'),
-                          ('index', 'int64'), ('task_index', 'int64'), ('subtask', 'string'), ('event', 'string'),
-                          ('quality.flags', 'string'), ('quality.flagged', 'bool')):
-        features[column] = {'dtype': dtype, 'shape': [1], 'names': None}
-    splits: dict[str, list[int]] = {}
-    for row in rows:
-        splits.setdefault(row['split'], []).append(row['episode_index'])
-    source = action_topic or NEXT_STATE
-    action_type = next((spec.type for _, spec in profile.all_topics() if spec.topic == action_topic), None)
-    info = {
-        'codebase_version': layout.CODEBASE_VERSION, 'robot_type': profile.robot.name,
-        'total_episodes': len(rows), 'total_frames': writer.index, 'total_tasks': len(tasks),
-        'chunks_size': layout.CHUNKS_SIZE, 'data_files_size_in_mb': options.data_file_mb,
-        'video_files_size_in_mb': options.video_file_mb, 'fps': fps,
-        'splits': {name: f'{min(ids)}:{max(ids) + 1}' for name, ids in splits.items()},
-        'data_path': layout.DATA_PATH, 'video_path': layout.VIDEO_PATH if cameras else None, 'features': features,
-        'ros_robodata': {
-            'version': __version__, 'source_dataset': dataset.name, 'profile_sha256': profile.sha256,
-            'action_source': 'next_state' if action_topic is None else
-            ('leader_arm' if action_type == JOINT_STATE else 'actions_topic'),
-            'action_topic': source if action_topic else None, 'action_type': action_type,
-            'timestamps': 'the fps grid from the first moment every stream has data; each value is the sample '
-                          'whose header stamp is nearest to its tick',
-            'policy': options.policy.to_json()},
-    }
-    (meta / 'info.json').write_text(json.dumps(info, indent=2) + '\n', encoding='utf-8')
-    pooled = {}
-    for feature in writer.episode_stats[0]:
-        pooled[feature] = stats.to_json(stats.aggregate([s[feature] for s in writer.episode_stats]))
-    (meta / 'stats.json').write_text(json.dumps(pooled, indent=2) + '\n', encoding='utf-8')
