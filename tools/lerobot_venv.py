@@ -43,7 +43,7 @@ def _ffmpeg() -> None:
         subprocess.run(['apt-get', 'update', '-qq'], check=False, env=env)
         subprocess.run(['apt-get', 'install', '-y', '-qq', *FFMPEG_APT], check=True, env=env)
     if not _have_ffmpeg():
-        raise SystemExit('tools/lerobot_venv.py: FFmpeg shared libraries (libavutil) not found; torchcodec needs them '
+        raise RuntimeError('tools/lerobot_venv.py: FFmpeg shared libraries (libavutil) not found; torchcodec needs them '
                          f'(Debian/Ubuntu: apt-get install {" ".join(FFMPEG_APT)})')
 
 
@@ -66,4 +66,7 @@ def ensure() -> Path:
 
 
 if __name__ == '__main__':
-    print(ensure())
+    try:
+        print(ensure())
+    except (RuntimeError, subprocess.CalledProcessError) as err:
+        raise SystemExit(str(err)) from None
