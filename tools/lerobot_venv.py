@@ -43,8 +43,8 @@ def _ffmpeg() -> None:
         subprocess.run(['apt-get', 'update', '-qq'], check=False, env=env)
         subprocess.run(['apt-get', 'install', '-y', '-qq', *FFMPEG_APT], check=True, env=env)
     if not _have_ffmpeg():
-        raise RuntimeError('tools/lerobot_venv.py: FFmpeg shared libraries (libavutil) not found; torchcodec needs them '
-                         f'(Debian/Ubuntu: apt-get install {" ".join(FFMPEG_APT)})')
+        raise RuntimeError('tools/lerobot_venv.py: FFmpeg shared libraries (libavutil) not found; torchcodec needs '
+                           f'them (Debian/Ubuntu: apt-get install {" ".join(FFMPEG_APT)})')
 
 
 def ensure() -> Path:
