@@ -37,6 +37,13 @@ def main() -> int:
             else:
                 entry[key] = value
         report['items'].append(entry)
+    # a training window: this frame and the one before, found by timestamp and checked to tolerance_s by LeRobot
+    keys = ['observation.state', *dataset.meta.camera_keys]
+    windowed = LeRobotDataset('local/robodata_export', root=root, tolerance_s=1e-4,
+                              delta_timestamps={k: [-1 / dataset.fps, 0.0] for k in keys})
+    middle = windowed[int(sys.argv[-2])]
+    report['window'] = {k: list(middle[k].shape) for k in keys}
+    report['window_padded'] = {k: middle[f'{k}_is_pad'].tolist() for k in keys}
     # LeRobot's own statistics of the exported state and action, episode by episode then pooled, as its recorder does
     from lerobot.datasets.compute_stats import aggregate_stats, compute_episode_stats
 

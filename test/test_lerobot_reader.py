@@ -121,6 +121,10 @@ def test_lerobot_loads_our_export(lerobot_python: Path, exported: tuple[Any, Pat
                       for d in (-round(1e9 / 3), round(1e9 / 3)) if 0 <= k + d * 30 / 1e9 < episode['length']]
             print(f'  frames 1/3 s before and after: {", ".join(f"{o:.1f}" for o in others)} dB')
             assert all(o < quality for o in others)
+    window = report['window']  # LeRobot's delta_timestamps query: the frame before, by time, within tolerance_s
+    assert window['observation.state'] == [2, 7]
+    assert window['observation.images.wrist'] == [2, 3, SIZE[1], SIZE[0]]
+    assert all(padded == [False, False] for padded in report['window_padded'].values())
     ours = json.loads((out / 'meta' / 'stats.json').read_text())
     for feature in ('observation.state', 'action'):
         theirs = report['lerobot_stats'][feature]
