@@ -368,3 +368,29 @@ def test_import_of_a_lerobot_v21_dataset(tmp_path: Path) -> None:
     counts = [ds.episode(e).topics['/observation/state']['count'] for e in ds.episode_ids()]
     assert counts == [episodes.count(k) for k in sorted(set(episodes))]
     assert {ds.episode(e).task for e in ds.episode_ids()} == {'place the apple in the plate'}
+
+
+@pytest.mark.parametrize('damage', ['episodes_meta', 'ragged_state', 'info_not_json', 'tasks'])
+def test_a_malformed_lerobot_dataset_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                           damage: str) -> None:
+    broken = tmp_path / 'broken'
+    shutil.copytree(REACHY, broken)
+    if damage == 'episodes_meta':
+        path = broken / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet'
+        path.write_bytes(path.read_bytes()[:1000])  # truncated
+    elif damage == 'ragged_state':
+        table = pq.read_table(broken / 'data' / 'chunk-000' / 'file-000.parquet').to_pydict()
+        table['observation.state'][5] = table['observation.state'][5][:3]
+        import pyarrow as pa
+
+        pq.write_table(pa.table(table), broken / 'data' / 'chunk-000' / 'file-000.parquet')
+    elif damage == 'info_not_json':
+        (broken / 'meta' / 'info.json').write_text('{"codebase_version": "v3.0", ')
+    else:
+        (broken / 'meta' / 'tasks.parquet').write_bytes(b'PAR1 not really')
+    code = main(['import', str(broken), '--dataset', str(tmp_path / 'd')])
+    err = capsys.readouterr().err
+    assert code == 1 and 'Traceback' not in err and len(err.strip().splitlines()) == 1
+    assert str(broken) in err
+    assert {'episodes_meta': 'not readable', 'ragged_state': 'not a well-formed LeRobot dataset',
+            'info_not_json': 'not readable JSON', 'tasks': 'not readable'}[damage] in err

@@ -20,6 +20,7 @@ from typing import Any
 
 import av
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ros_robodata.bag.image import encode_compressed, encode_image
@@ -39,6 +40,19 @@ from ros_robodata.vocabulary import MODES, OUTCOMES
 STATE_TOPIC, ACTION_TOPIC = '/observation/state', '/action'
 EPOCH_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13 UTC: episode k starts k hours after it
 HOUR_NS = 3_600 * 1_000_000_000
+
+
+def read_parquet(path: Path) -> pa.Table:
+    """A parquet file of the dataset; RobodataError naming it when it is not one (a Git LFS pointer, damage)."""
+    try:
+        with path.open('rb') as f:
+            head = f.read(4)
+        if head != b'PAR1':
+            pointer = ' (a Git LFS pointer? fetch the real file)' if head == b'vers' else ''
+            raise RobodataError(f'{path}: not a parquet file{pointer}')
+        return pq.read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        raise RobodataError(f'{path}: not readable: {err}') from None
 
 
 def camera_topic(name: str, raw: bool) -> str:
@@ -100,16 +114,16 @@ class LeRobotSource:
             files = sorted((self.root / layout.EPISODES_DIR).glob('*/*.parquet'))
             rows: list[dict[str, Any]] = []
             for path in files:
-                table = pq.read_table(path)
+                table = read_parquet(path)
                 table = table.select([c for c in table.column_names if not c.startswith('stats/')])
                 rows += table.to_pylist()
             return {int(r['episode_index']): r for r in rows}
         path = self.root / 'meta' / 'episodes.jsonl'
         out = {}
         if path.is_file():
-            for line in path.read_text(encoding='utf-8').splitlines():
+            for line in path.read_text(encoding='utf-8', errors='replace').splitlines():
                 if line.strip():
-                    row = json.loads(line)
+                    row = json.loads(line)  # a bad line: ValueError, told as malformed by import_lerobot
                     out[int(row['episode_index'])] = row
         return out
 
@@ -117,20 +131,13 @@ class LeRobotSource:
         files = sorted((self.root / 'data').glob('*/*.parquet'))
         if not files:
             raise RobodataError(f'{self.root}: no data/*/*.parquet: not a LeRobot dataset, or its data is missing')
-        for path in files:
-            with path.open('rb') as f:
-                if f.read(4) != b'PAR1':
-                    raise RobodataError(f'{path}: not a parquet file (a Git LFS pointer? fetch the real file)')
         return files
 
     def episodes(self) -> Iterator[LeRobotEpisode]:
         wanted = ['episode_index', 'timestamp', layout.STATE, layout.ACTION, 'task_index']
         by_episode: dict[int, list[dict[str, Any]]] = {}
         for path in self._data_files():
-            try:
-                table = pq.read_table(path)
-            except Exception as err:  # pyarrow raises several kinds on a damaged file
-                raise RobodataError(f'{path}: not readable: {err}') from None
+            table = read_parquet(path)
             have = [c for c in wanted if c in table.column_names]
             if missing := [c for c in ('episode_index', 'timestamp', layout.STATE) if c not in have]:
                 raise RobodataError(f'{path}: no column {", ".join(missing)}')
@@ -155,16 +162,20 @@ class LeRobotSource:
         template = str(self.info.get('video_path') or layout.VIDEO_PATH)
         chunks = int(self.info.get('chunks_size') or layout.CHUNKS_SIZE)
         for key in self.video_keys:
-            if self.version == 'v3.0':
-                if f'videos/{key}/file_index' not in meta:
-                    continue
-                path = self.root / template.format(video_key=key, chunk_index=meta[f'videos/{key}/chunk_index'],
-                                                   file_index=meta[f'videos/{key}/file_index'])
-                start = float(meta.get(f'videos/{key}/from_timestamp') or 0.0)
-            else:
-                path = self.root / template.format(video_key=key, episode_chunk=index // chunks,
-                                                   episode_index=index)
-                start = 0.0
+            try:
+                if self.version == 'v3.0':
+                    if f'videos/{key}/file_index' not in meta:
+                        continue
+                    path = self.root / template.format(video_key=key, chunk_index=meta[f'videos/{key}/chunk_index'],
+                                                       file_index=meta[f'videos/{key}/file_index'])
+                    start = float(meta.get(f'videos/{key}/from_timestamp') or 0.0)
+                else:
+                    path = self.root / template.format(video_key=key, episode_chunk=index // chunks,
+                                                       episode_index=index)
+                    start = 0.0
+            except (KeyError, IndexError, ValueError, TypeError) as err:
+                raise RobodataError(f'{self.root / layout.INFO}: video_path {template!r} does not fit episode {index}: '
+                                    f'{err}') from None
             if path.is_file():
                 out[key] = (path, start)
         return out
@@ -265,7 +276,18 @@ def _label(value: Any, allowed: tuple[str, ...], default: str) -> str:
 
 def import_lerobot(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
                    who: str | None) -> Imported:
-    """Import every episode of the LeRobot dataset at recording.path not already imported."""
+    """Import every episode of the LeRobot dataset at recording.path not already imported. A dataset whose files
+    do not hold what LeRobot's format says (a missing key, a value of the wrong kind, rows of unequal length) is one
+    RobodataError naming it; the episodes imported before it stay."""
+    try:
+        return _import(dataset, recording, options, profile, who)
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise RobodataError(f'{recording.path}: not a well-formed LeRobot dataset: {type(err).__name__}: '
+                            f'{err}') from None
+
+
+def _import(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
+            who: str | None) -> Imported:
     result = Imported(recording, dataset)
     if options.method != 'copy':
         raise RobodataError(f'{recording.path}: a LeRobot dataset is converted into bags; --{options.method} cannot '

@@ -97,8 +97,8 @@ def is_lerobot_folder(path: Path) -> bool:
     try:
         data = json.loads(info.read_text(encoding='utf-8'))
     except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and 'codebase_version' in data
+        return True  # laid out as one: the importer says what is wrong with its info.json
+    return not isinstance(data, dict) or 'codebase_version' in data
 
 
 def _bag_files(path: Path) -> list[Path]:

@@ -68,7 +68,10 @@ def read_tasks(root: Path) -> dict[int, str]:
     """task_index -> task text, from meta/tasks.parquet (v3.0) or meta/tasks.jsonl (v2.x); {} when neither."""
     parquet, jsonl = root / TASKS, root / 'meta' / 'tasks.jsonl'
     if parquet.is_file():
-        table = pq.read_table(parquet)
+        try:
+            table = pq.read_table(parquet)
+        except (OSError, pa.ArrowException) as err:
+            raise RobodataError(f'{parquet}: not readable: {err}') from None
         names = table.column_names
         text = next((n for n in ('task', '__index_level_0__') if n in names), None)
         if text is None or 'task_index' not in names:
@@ -76,9 +79,12 @@ def read_tasks(root: Path) -> dict[int, str]:
         return dict(zip(table.column('task_index').to_pylist(), table.column(text).to_pylist(), strict=True))
     if jsonl.is_file():
         out = {}
-        for line in jsonl.read_text(encoding='utf-8').splitlines():
+        for n, line in enumerate(jsonl.read_text(encoding='utf-8', errors='replace').splitlines(), 1):
             if line.strip():
-                row = json.loads(line)
-                out[int(row['task_index'])] = str(row['task'])
+                try:
+                    row = json.loads(line)
+                    out[int(row['task_index'])] = str(row['task'])
+                except (ValueError, KeyError, TypeError) as err:
+                    raise RobodataError(f'{jsonl}:{n}: not a task line ({err})') from None
         return out
     return {}
