@@ -394,3 +394,21 @@ def test_a_malformed_lerobot_dataset_is_refused_in_one_line(tmp_path: Path, caps
     assert str(broken) in err
     assert {'episodes_meta': 'not readable', 'ragged_state': 'not a well-formed LeRobot dataset',
             'info_not_json': 'not readable JSON', 'tasks': 'not readable'}[damage] in err
+
+
+def test_damaged_sidecars_fail_their_episode_in_one_line(dataset: Any, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    copy = tmp_path / 'ds'
+    shutil.copytree(dataset.root, copy)
+    (copy / 'episodes' / _episode_id(0) / 'events.json').write_text('{"timeline": [{"name": 3}], "events": [7]}')
+    quality_path = copy / 'episodes' / _episode_id(2) / 'quality.json'
+    quality = json.loads(quality_path.read_text())
+    quality['metrics']['trim'] = {'start_s': 'soon'}
+    quality_path.write_text(json.dumps(quality))
+    out = tmp_path / 'out'
+    assert main(['export', 'lerobot', str(copy), '--out', str(out), '--trim-idle']) == 3  # finished, one failed
+    err = capsys.readouterr().err
+    assert 'trim points are not numbers' in err and 'Traceback' not in err
+    kept = {e['source_episode_id']: e for e in _episodes(out)}
+    assert set(kept) == {_episode_id(0), _episode_id(1)}  # unreadable labels: the episode goes without them
+    assert f'`{_episode_id(2)}`: failed' in (out / 'README.md').read_text()

@@ -232,6 +232,21 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
     return result
 
 
+def _trim_window(quality: dict[str, Any], folder: Path) -> tuple[int | None, int | None]:
+    """The trim points `robodata score` wrote (s from the episode's first stamp) as header-clock bounds."""
+    metrics = quality.get('metrics')
+    trim = metrics.get('trim') if isinstance(metrics, dict) else None
+    origin = quality.get('start_ns')
+    if not trim or origin is None:
+        return None, None
+    try:
+        return (int(origin + float(trim['start_s']) * 1e9) if 'start_s' in trim else None,
+                int(origin + float(trim['end_s']) * 1e9) if 'end_s' in trim else None)
+    except (TypeError, ValueError) as err:
+        raise ExportError(f'{folder / "quality.json"}: trim points are not numbers ({err}): run robodata score '
+                          'again') from None
+
+
 def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options: LeRobotOptions, fps: int,
                     cameras: list[str], action_topic: str | None, writer: ExportFiles, tasks: dict[str, int],
                     split: str) -> tuple[tuple[list[str], list[str]], list[int]] | None:
@@ -239,13 +254,7 @@ def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options
     episode = dataset.episode(episode_id)
     quality = _read_json(folder / 'quality.json')
     events = _read_json(folder / 'events.json')
-    window: tuple[int | None, int | None] = (None, None)
-    if options.policy.trim_idle:
-        trim = (quality.get('metrics') or {}).get('trim') or {}
-        origin = quality.get('start_ns')
-        if trim and origin is not None:
-            window = (int(origin + trim['start_s'] * 1e9) if 'start_s' in trim else None,
-                      int(origin + trim['end_s'] * 1e9) if 'end_s' in trim else None)
+    window = _trim_window(quality, folder) if options.policy.trim_idle else (None, None)
     grid = grid_episode(dataset.bag_dir(episode_id), profile, fps, cameras, action_topic=action_topic,
                         window_ns=window)
     flags = flags_per_tick(quality.get('findings') or [], grid.ticks)
@@ -321,7 +330,8 @@ def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options
                     'source_episode_id': episode_id, 'source_part': i, 'source_start_ns': int(grid.ticks[ticks[0]]),
                     'outcome': episode.outcome, 'review': episode.status if episode.status in ('approved',
                                                                                               'rejected') else '',
-                    'score': quality.get('score'), 'operator': episode.operator, 'mode': episode.mode,
+                    'score': float(quality['score']) if isinstance(quality.get('score'), (int, float)) else None,
+                    'operator': episode.operator, 'mode': episode.mode,
                     'split': split, 'flagged_frames': int(sum(bool(f) for f in flagged)),
                     'max_offset_ms': max(grid.offset_ms.values())})
         writer.episode_rows.append(row)

@@ -10,31 +10,52 @@ import numpy as np
 MIN_PART_FRAMES = 2  # a stretch between flagged windows shorter than this is dropped, not exported
 
 
-def flags_per_tick(findings: list[dict[str, Any]], ticks: np.ndarray) -> list[str]:
+def _span(item: Any, start: str, end: str) -> tuple[int, int] | None:
+    """(start, end) ns of a sidecar entry; None for one that is not (a hand-edited or damaged file)."""
+    try:
+        if isinstance(item, dict):
+            return int(item[start]), int(item[end])
+        return int(item[0]), int(item[1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def flags_per_tick(findings: list[Any], ticks: np.ndarray) -> list[str]:
     """Per tick, the quality checks whose flagged windows hold it (comma-separated), '' for none."""
     out = [''] * len(ticks)
-    for finding in findings:
-        for start, end in finding.get('ranges_ns') or []:
-            inside = np.flatnonzero((ticks >= int(start)) & (ticks <= int(end)))
-            for k in inside:
-                out[k] = f'{out[k]},{finding.get("check", "")}' if out[k] else str(finding.get('check', ''))
+    for finding in findings if isinstance(findings, list) else []:
+        if not isinstance(finding, dict) or not isinstance(finding.get('ranges_ns'), list):
+            continue
+        check = str(finding.get('check', ''))
+        for window in finding['ranges_ns']:
+            span = _span(window, '', '')
+            if span is None:
+                continue
+            for k in np.flatnonzero((ticks >= span[0]) & (ticks <= span[1])):
+                out[k] = f'{out[k]},{check}' if out[k] else check
     return out
 
 
 def labels_per_tick(events: dict[str, Any], ticks: np.ndarray, fps: int) -> tuple[list[str], list[str]]:
     """Per tick, the subtask of the timeline it falls in and the event (if any) within half a frame of it."""
     subtask = [''] * len(ticks)
-    for span in events.get('timeline') or []:
-        name = str(span.get('name', ''))
-        for k in np.flatnonzero((ticks >= int(span['start_ns'])) & (ticks < int(span['end_ns']))):
-            subtask[k] = name
+    timeline = events.get('timeline')
+    for item in timeline if isinstance(timeline, list) else []:
+        span = _span(item, 'start_ns', 'end_ns')
+        if span is not None:
+            for k in np.flatnonzero((ticks >= span[0]) & (ticks < span[1])):
+                subtask[k] = str(item.get('name', ''))
     event = [''] * len(ticks)
     half = 5e8 / fps
-    for item in events.get('events') or []:
-        t = int(item['t_ns'])
-        k = int(np.argmin(np.abs(ticks - t))) if len(ticks) else -1
-        if k >= 0 and abs(int(ticks[k]) - t) <= half:
-            event[k] = f'{event[k]},{item["kind"]}' if event[k] else str(item['kind'])
+    found = events.get('events')
+    for item in found if isinstance(found, list) and len(ticks) else []:
+        span = _span(item, 't_ns', 't_ns')
+        if span is None:
+            continue
+        k = int(np.argmin(np.abs(ticks - span[0])))
+        if abs(int(ticks[k]) - span[0]) <= half:
+            kind = str(item.get('kind', ''))
+            event[k] = f'{event[k]},{kind}' if event[k] else kind
     return subtask, event
 
 
