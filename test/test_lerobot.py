@@ -412,3 +412,22 @@ def test_damaged_sidecars_fail_their_episode_in_one_line(dataset: Any, tmp_path:
     kept = {e['source_episode_id']: e for e in _episodes(out)}
     assert set(kept) == {_episode_id(0), _episode_id(1)}  # unreadable labels: the episode goes without them
     assert f'`{_episode_id(2)}`: failed' in (out / 'README.md').read_text()
+
+
+def test_files_roll_over_past_their_size_limit(dataset: Any, tmp_path: Path) -> None:
+    out = tmp_path / 'small_files'
+    assert main(['export', 'lerobot', str(dataset.root), '--out', str(out), '--data-file-mb', '0.001',
+                 '--video-file-mb', '0.001']) == 0
+    episodes = _episodes(out)
+    videos = sorted((out / 'videos' / 'observation.images.wrist' / 'chunk-000').glob('*.mp4'))
+    assert len(videos) == len(episodes) == 3 and len(sorted((out / 'data' / 'chunk-000').glob('*.parquet'))) == 3
+    for e in episodes:  # each episode in its own file now, starting at its file's beginning
+        assert e['videos/observation.images.wrist/file_index'] == e['data/file_index'] == e['episode_index']
+        assert e['videos/observation.images.wrist/from_timestamp'] == 0
+    back = tmp_path / 'back'
+    assert main(['import', str(out), '--dataset', str(back)]) == 0
+    from ros_robodata.dataset import Dataset
+
+    ds = Dataset.open(back)
+    counts = [ds.episode(i).topics['/camera/wrist/image_raw/compressed']['count'] for i in ds.episode_ids()]
+    assert counts == [e['length'] for e in episodes]

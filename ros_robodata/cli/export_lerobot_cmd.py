@@ -47,6 +47,10 @@ def add_parser(kinds: Any) -> None:
     how.add_argument('--codec', choices=sorted(CODECS), default='h264', help='video codec (default h264)')
     how.add_argument('--crf', type=int, default=23, help='video quality, lower is better (default 23)')
     how.add_argument('--gop', type=int, default=2, help='frames between key frames (default 2, as LeRobot)')
+    how.add_argument('--data-file-mb', type=float, default=100.0,
+                     help='a data parquet file is closed past this size, between episodes (default 100, as LeRobot)')
+    how.add_argument('--video-file-mb', type=float, default=500.0,
+                     help='a camera\'s MP4 is closed past this size, between episodes (default 500, as LeRobot)')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run)
 
@@ -60,7 +64,8 @@ def options_from_args(args: argparse.Namespace) -> LeRobotOptions:
     cameras = tuple(c.strip() for c in args.cameras.split(',') if c.strip()) if args.cameras else None
     options = LeRobotOptions(policy=policy, fps=args.fps, cameras=cameras,
                              action_topic=None if action == 'none' else (action or ''), codec=args.codec,
-                             crf=args.crf, gop=args.gop)
+                             crf=args.crf, gop=args.gop, data_file_mb=args.data_file_mb,
+                             video_file_mb=args.video_file_mb)
     options.check()
     return options
 

@@ -60,6 +60,8 @@ class LeRobotOptions:
             raise RobodataError(f'--crf must be 0..63, got {self.crf}')
         if self.gop < 1:
             raise RobodataError(f'--gop must be at least 1, got {self.gop}')
+        if not (self.data_file_mb > 0 and self.video_file_mb > 0):
+            raise RobodataError('--data-file-mb and --video-file-mb must be above 0')
 
 
 @dataclass

@@ -23,6 +23,7 @@ class VideoFile:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.frames = 0
+        self.bytes = 0  # of the packets muxed so far: the file on disk lags behind the muxer's buffer
         try:
             self._container = av.open(str(path), 'w')
             self._stream = self._container.add_stream(CODECS[codec], rate=fps)
@@ -32,12 +33,12 @@ class VideoFile:
         self._stream.pix_fmt = 'yuv420p'
         self._stream.codec_context.time_base = Fraction(1, fps)
         self._stream.options = {'crf': str(crf), 'g': str(gop)}
-        self.encode_s = 0.0
 
     def add(self, rgb: np.ndarray) -> None:
         frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format='rgb24')
         frame.pts = self.frames
         for packet in self._stream.encode(frame):
+            self.bytes += packet.size
             self._container.mux(packet)
         self.frames += 1
 
@@ -48,7 +49,7 @@ class VideoFile:
 
     @property
     def size_mb(self) -> float:
-        return self.path.stat().st_size / 2**20 if self.path.exists() else 0.0
+        return self.bytes / 2**20
 
 
 def even_size(width: int, height: int) -> tuple[int, int]:
