@@ -390,7 +390,7 @@ def clean_elsewhere(seeds: int, real: list[str]) -> str:
                 findings = score_bag(bag, profile).report.findings
                 true = TRUE_FINDINGS.get(name, set())
                 said = [(f'{f.severity} {f.check}', f.severity != 'info' and f.check not in true) for f in findings]
-                rows.append((name, bag.name, [text for text, alarm in said if alarm],
+                rows.append((name, bag.parent.name, [text for text, alarm in said if alarm],
                              [text for text, alarm in said if not alarm]))
     print(f'\n== clean episodes of other arms: {len(rows)} (the built industrial arm, real recordings) ==')
     print(f'{"source":28} {"episode":16} {"false alarms (warn/error)":40} true findings and info')

@@ -109,7 +109,8 @@ def main() -> int:
                 passed += ok
                 total += 1
                 kinds = ', '.join(e.kind for e in result.events)
-                print(f'{bag.name:12} {s(ref_grasp):>9} {s(grasp):>7} {s(ref_release):>11} {s(release):>8}  '
+                episode = bag.parent.name.rsplit('-', 1)[-1]  # the LeRobot episode index
+                print(f'{episode:12} {s(ref_grasp):>9} {s(grasp):>7} {s(ref_release):>11} {s(release):>8}  '
                       f'{"-" if errors[0] is None else f"{errors[0]:.3f}":>10} '
                       f'{"-" if errors[1] is None else f"{errors[1]:.3f}":>12}  {"yes" if ok else "NO":4}  {kinds}')
                 for warning in result.warnings:

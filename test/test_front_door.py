@@ -52,6 +52,8 @@ def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     assert all((dataset.episode_dir(i) / 'events.json').is_file() for i in dataset.episode_ids())
     assert all((dataset.episode_dir(i) / 'quality.json').is_file() for i in dataset.episode_ids())
     assert any(line.endswith('frames for labeling in frames') for line in lines)
+    assert any(line.startswith('3 LeRobot episodes,') for line in lines)
+    assert (tmp_path / 'training_set' / 'meta' / 'info.json').is_file()
     assert "'run_7'" in lines[-1] and "'run_8'" in lines[-1]
     assert sorted(p.name for p in (tmp_path / 'old_rig_bags').iterdir()) == ['run_7', 'run_8']
     assert sorted(p.name for p in (tmp_path / 'old_rig_bags' / 'run_7').iterdir()) == ['metadata.yaml', 'run_7.mcap']

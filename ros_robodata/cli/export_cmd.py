@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.cli import export_lerobot_cmd
 from ros_robodata.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -84,6 +85,7 @@ def add_parser(sub: Any) -> None:
                       help=f'JPEG quality 1..100 (default {ExportOptions.jpeg_quality})')
     live.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     live.set_defaults(func=run_live)
+    export_lerobot_cmd.add_parser(kinds)
 
 
 def run_live(args: argparse.Namespace) -> int:

@@ -25,8 +25,9 @@ THEN_STEPS = ('segment', 'score')
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         'import', help='make episodes of bags, long logs and videos recorded elsewhere',
-        description='Each SOURCE (a rosbag2 folder, a bare .mcap or .db3, a video, or a folder holding any of '
-                    'these) becomes an episode of DATASET: its bag copied in (or linked, or moved), episode.yaml '
+        description='Each SOURCE (a rosbag2 folder, a bare .mcap or .db3, a video, a LeRobot dataset folder, or a '
+                    'folder holding any of these) becomes an episode of DATASET (each episode of a LeRobot dataset '
+                    'becomes one): its bag copied in (or linked, or moved), episode.yaml '
                     'written from what the bag holds, a catalog row and an audit entry. A video becomes a rosbag2 '
                     'episode of JPEG frames (sensor_msgs/msg/CompressedImage). A long log can be cut into several '
                     'episodes. The same content is never imported twice; an import that was stopped is finished by '
@@ -66,6 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    'the epoch); default: its creation time, else its file time')
     p.add_argument('--camera', help='the profile camera a video becomes (default: its only CompressedImage camera)')
     p.add_argument('--jpeg-quality', type=int, default=90, help='JPEG quality of a video\'s frames (default 90)')
+    p.add_argument('--raw-images', action='store_true', help='a LeRobot dataset\'s video frames as uncompressed '
+                                                             'sensor_msgs/msg/Image (default: JPEG CompressedImage)')
     p.add_argument('--then', metavar='STEPS', help=f'after importing, run these on the new episodes: '
                                                    f'{",".join(THEN_STEPS)} (comma-separated)')
     p.add_argument('--watch', metavar='DIR', help='watch DIR and import every recording that arrives in it, until '
@@ -92,7 +95,7 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions:
     options = ImportOptions(task=args.task, operator=args.operator, mode=args.mode, outcome=args.outcome,
                             method=args.method, split=split, episode_id=args.episode_id,
                             video_start_ns=None if args.start is None else parse_time(args.start, 0, '--start'),
-                            jpeg_quality=args.jpeg_quality, camera=args.camera)
+                            jpeg_quality=args.jpeg_quality, camera=args.camera, raw_images=args.raw_images)
     options.check()
     return options
 

@@ -59,6 +59,7 @@ class ImportOptions:
     video_start_ns: int | None = None  # a video's absolute start; None: its creation time, else the file's
     jpeg_quality: int = 90
     camera: str | None = None  # the profile camera a video becomes; None: the profile's only CompressedImage one
+    raw_images: bool = False  # a LeRobot dataset's videos as sensor_msgs/Image instead of JPEG CompressedImages
 
     def check(self) -> None:
         if self.method not in METHODS:
@@ -139,6 +140,10 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
         from ros_robodata.dataset.import_video import import_video  # loads PyAV and OpenCV only for videos
 
         return import_video(dataset, recording, options, profile, who)
+    if recording.kind == 'lerobot':
+        from ros_robodata.dataset.import_lerobot import import_lerobot  # pyarrow and PyAV only for these
+
+        return import_lerobot(dataset, recording, options, profile, who)
     cid = content_id(recording.files)
     done = imported_from(dataset, cid)
     result = Imported(recording, dataset)

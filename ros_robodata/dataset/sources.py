@@ -8,6 +8,7 @@ that stays the same wherever the files are copied to, so the same recording is n
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -30,7 +31,8 @@ _SPLIT_PART = re.compile(r'^(?P<base>.+)_(?P<index>\d+)$')
 @dataclass(frozen=True)
 class Recording:
     """One recording on disk: `kind` is 'bag' (a rosbag2 folder), 'bag_file' (a bare .mcap/.db3 outside any
-    bag folder) or 'video'; `files` are the storage (or video) files that hold its content."""
+    bag folder), 'video' or 'lerobot' (a LeRobot dataset folder); `files` are the storage (or video, or parquet and
+    video) files that hold its content."""
 
     kind: str
     path: Path
@@ -39,7 +41,7 @@ class Recording:
     @property
     def name(self) -> str:
         """The recording's own name: the bag folder's name, or the file's name without its suffix."""
-        return self.path.name if self.kind == 'bag' else self.path.stem
+        return self.path.name if self.kind in ('bag', 'lerobot') else self.path.stem
 
     @property
     def is_bag(self) -> bool:
@@ -81,7 +83,22 @@ def recording_at(path: Path) -> Recording | None:
         return None
     if is_bag_folder(path):
         return Recording('bag', path, tuple(_bag_files(path)))
+    if is_lerobot_folder(path):
+        files = [path / 'meta' / 'info.json', *sorted(p for p in (path / 'data').rglob('*.parquet') if p.is_file())]
+        return Recording('lerobot', path, tuple(files + sorted(p for p in (path / 'videos').rglob('*.mp4'))))
     return None
+
+
+def is_lerobot_folder(path: Path) -> bool:
+    """A LeRobot dataset: meta/info.json naming a codebase_version, and data/ beside it."""
+    info = path / 'meta' / 'info.json'
+    if not (info.is_file() and (path / 'data').is_dir()):
+        return False
+    try:
+        data = json.loads(info.read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return True  # laid out as one: the importer says what is wrong with its info.json
+    return not isinstance(data, dict) or 'codebase_version' in data
 
 
 def _bag_files(path: Path) -> list[Path]:
@@ -99,8 +116,9 @@ def find_recordings(paths: Iterable[str | Path], *, videos: bool = True) -> list
             raise RobodataError(f'{path}: no such file or directory')
         here = recording_at(path)
         if here is not None:
-            if here.kind == 'video' and not videos:
-                raise RobodataError(f'{path}: a video, not a bag: run `robodata import {path} --dataset D` first')
+            if here.kind in ('video', 'lerobot') and not videos:
+                what = 'a video' if here.kind == 'video' else 'a LeRobot dataset'
+                raise RobodataError(f'{path}: {what}, not a bag: run `robodata import {path} --dataset D` first')
             found.append(here)
             continue
         if path.is_file():
@@ -125,7 +143,7 @@ def _walk(folder: Path, videos: bool) -> Iterable[Recording]:
             continue  # hidden: our own staging folders, editors' temporary files
         recording = recording_at(entry)
         if recording is not None:
-            if recording.kind != 'video' or videos:
+            if recording.kind not in ('video', 'lerobot') or videos:
                 yield recording
         elif entry.is_dir() and not entry.is_symlink():
             yield from _walk(entry, videos)

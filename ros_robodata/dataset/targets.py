@@ -86,9 +86,10 @@ def resolve(path_text: str | Path) -> Target:
                            f'that was stopped): run `robodata repair {dataset_root}` to register it')
     here = recording_at(path)
     if here is not None:
-        if here.kind == 'video':
-            raise RobodataError(f'{path}: a video, not a bag: run `robodata import {path} --dataset D` to make it an '
-                                'episode first')
+        if here.kind in ('video', 'lerobot'):
+            what, made = ('a video', 'an episode') if here.kind == 'video' else ('a LeRobot dataset', 'episodes')
+            raise RobodataError(f'{path}: {what}, not a bag: run `robodata import {path} --dataset D` to make it '
+                                f'{made} first')
         return Target('bag', path, recordings=(here,))
     if path.is_file():
         raise RobodataError(f'{path}: not a dataset, an episode or a bag (a bag is a folder with metadata.yaml, '

@@ -1,0 +1,102 @@
+"""`robodata export lerobot`: a curated training set in LeRobot's dataset format v3.0."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ros_robodata.cli.common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
+from ros_robodata.dataset import Dataset
+from ros_robodata.errors import RobodataError
+from ros_robodata.export.lerobot import LeRobotOptions, Policy, export_lerobot, parse_ratio, parse_split
+from ros_robodata.export.lerobot.video import CODECS
+from ros_robodata.vocabulary import OUTCOMES
+
+
+def add_parser(kinds: Any) -> None:
+    p = kinds.add_parser(
+        'lerobot', help='a curated training set in LeRobot dataset format v3.0',
+        description='Write the episodes of DATASET that pass the curation policy as a LeRobot v3.0 dataset in OUT '
+                    '(data and episode parquet files, one MP4 per camera holding several episodes, stats.json as '
+                    'LeRobot computes it, a dataset card README.md). State, action and camera frames are put on '
+                    'the fps grid by their header stamps. OUT must be new or empty; it appears only when whole.')
+    p.add_argument('dataset', metavar='DATASET', help='a ros_robodata dataset')
+    p.add_argument('--out', required=True, help='the LeRobot dataset folder to write (new or empty)')
+    p.add_argument('--task', help='only episodes of this task')
+    policy = p.add_argument_group('curation policy')
+    policy.add_argument('--min-score', type=float, help='only episodes whose quality score is at least this (0..1; '
+                                                        'needs robodata score)')
+    policy.add_argument('--outcomes', default='success,recovery',
+                        help=f'outcomes to export, comma-separated from {",".join(OUTCOMES)} (default '
+                             'success,recovery)')
+    policy.add_argument('--recovery-ratio', metavar='LOW:HIGH', help='wanted share of recoveries, e.g. 0.1:0.3: '
+                                                                     'too few warns how many to record, too many are '
+                                                                     'capped')
+    policy.add_argument('--trim-idle', action='store_true', help='cut the idle start and end the quality checks '
+                                                                 'found (needs robodata score)')
+    policy.add_argument('--exclude-flagged', action='store_true',
+                        help='cut the windows the quality checks flagged; an episode cut in the middle becomes '
+                             'several LeRobot episodes')
+    policy.add_argument('--split', default='train:1', help='splits by episode, deterministic, e.g. train:0.9,val:0.1 '
+                                                           '(default train:1)')
+    how = p.add_argument_group('format')
+    how.add_argument('--fps', type=int, help='frame rate of the grid (default: the first camera\'s rate_hz, else 30)')
+    how.add_argument('--cameras', help='comma-separated profile camera names (default: all)')
+    how.add_argument('--action-topic', help='the topic the action comes from (default: the profile\'s actions topic; '
+                                            '"none": the next state)')
+    how.add_argument('--codec', choices=sorted(CODECS), default='h264', help='video codec (default h264)')
+    how.add_argument('--crf', type=int, default=23, help='video quality, lower is better (default 23)')
+    how.add_argument('--gop', type=int, default=2, help='frames between key frames (default 2, as LeRobot)')
+    how.add_argument('--data-file-mb', type=float, default=100.0,
+                     help='a data parquet file is closed past this size, between episodes (default 100, as LeRobot)')
+    how.add_argument('--video-file-mb', type=float, default=500.0,
+                     help='a camera\'s MP4 is closed past this size, between episodes (default 500, as LeRobot)')
+    p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    p.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> LeRobotOptions:
+    outcomes = tuple(o.strip() for o in args.outcomes.split(',') if o.strip())
+    policy = Policy(min_score=args.min_score, outcomes=outcomes,
+                    recovery_ratio=parse_ratio(args.recovery_ratio) if args.recovery_ratio else None,
+                    trim_idle=args.trim_idle, exclude_flagged=args.exclude_flagged, split=parse_split(args.split))
+    action = args.action_topic
+    cameras = tuple(c.strip() for c in args.cameras.split(',') if c.strip()) if args.cameras else None
+    options = LeRobotOptions(policy=policy, fps=args.fps, cameras=cameras,
+                             action_topic=None if action == 'none' else (action or ''), codec=args.codec,
+                             crf=args.crf, gop=args.gop, data_file_mb=args.data_file_mb,
+                             video_file_mb=args.video_file_mb)
+    options.check()
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    options = options_from_args(args)
+    dataset = Dataset.open(args.dataset)
+    if not dataset.has_profile:
+        raise RobodataError(f'{dataset.root}: has no robot profile to read its episodes with')
+    ids = [row.id for row in dataset.list(task=args.task)] if args.task else None
+    result = export_lerobot(dataset, args.out, options, episode_ids=ids,
+                            progress=lambda it: progress(it, 'exporting', quiet=args.json))
+    if args.json:
+        print_json(result.to_json())
+    else:
+        for warning in result.selection.warnings + result.notes:
+            stdout.print(f'warning: {warning}', markup=False)
+        left = len(result.selection.left_out)
+        splits: dict[str, int] = {}
+        for split in result.selection.split_of.values():
+            splits[split] = splits.get(split, 0) + 1
+        stdout.print(f'{result.episodes} LeRobot episode(s) from {len(result.selection.kept) - len(result.failed)} '
+                     f'source episode(s), {result.frames} frame(s) at {_fps(result)} fps -> {result.out_dir} '
+                     f'({", ".join(f"{k} {v}" for k, v in splits.items())}; {left} left out: see README.md)',
+                     markup=False)
+    for episode_id, reason in result.failed.items():
+        stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
+    return EXIT_PARTIAL if result.failed else EXIT_OK
+
+
+def _fps(result: Any) -> Any:
+    import json
+
+    return json.loads((result.out_dir / 'meta' / 'info.json').read_text())['fps']

@@ -1,0 +1,350 @@
+"""A LeRobot dataset (v3.0, or v2.1) imported as episodes: each of its episodes becomes a standard bag, so the
+segmenter, the quality checks, the review queue and the report run on datasets others published.
+
+In each bag: `observation.state` and `action` as sensor_msgs/JointState (joints named as info.json names them,
+else joint_0...), each camera video as JPEG CompressedImages (or raw Images), all stamped at the episode's frame
+times. LeRobot keeps no wall-clock time, so an episode starts at a fixed epoch plus its index in hours, unless it
+came from our own export, whose `source_start_ns` gives back the original stamps. A dataset made by the import gets
+a robot profile written from info.json (topics, rates, cameras); give --profile to add a gripper for the segmenter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ros_robodata.bag.image import encode_compressed, encode_image
+from ros_robodata.bag.types import header, typestore
+from ros_robodata.bag.writer import BagWriter
+from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
+from ros_robodata.dataset.importer import Imported, ImportOptions, episode_id_for, source_record
+from ros_robodata.dataset.sources import Recording, content_id
+from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
+from ros_robodata.errors import RobodataError
+from ros_robodata.export.lerobot import layout
+from ros_robodata.profile import COMPRESSED_IMAGE, IMAGE, JOINT_STATE, Profile, profile_from_dict
+from ros_robodata.vocabulary import MODES, OUTCOMES
+
+STATE_TOPIC, ACTION_TOPIC = '/observation/state', '/action'
+EPOCH_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13 UTC: episode k starts k hours after it
+HOUR_NS = 3_600 * 1_000_000_000
+
+
+def read_parquet(path: Path) -> pa.Table:
+    """A parquet file of the dataset; RobodataError naming it when it is not one (a Git LFS pointer, damage)."""
+    try:
+        with path.open('rb') as f:
+            head = f.read(4)
+        if head != b'PAR1':
+            pointer = ' (a Git LFS pointer? fetch the real file)' if head == b'vers' else ''
+            raise RobodataError(f'{path}: not a parquet file{pointer}')
+        return pq.read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        raise RobodataError(f'{path}: not readable: {err}') from None
+
+
+def camera_topic(name: str, raw: bool) -> str:
+    return f'/camera/{name}/image_raw' + ('' if raw else '/compressed')
+
+
+def camera_name(video_key: str) -> str:
+    """observation.images.wrist -> wrist; observation.image -> image (profile camera names are [a-z0-9_]+)."""
+    tail = video_key.removeprefix(layout.IMAGES_PREFIX).removeprefix('observation.')
+    return re.sub(r'[^a-z0-9_]+', '_', tail.lower()).strip('_') or 'camera'
+
+
+@dataclass
+class LeRobotEpisode:
+    """One episode of a LeRobot dataset, read: its rows and where its video frames are."""
+
+    index: int
+    task: str
+    timestamps: np.ndarray
+    state: np.ndarray
+    action: np.ndarray | None
+    videos: dict[str, tuple[Path, float]] = field(default_factory=dict)  # key -> (file, from_timestamp)
+    extra: dict[str, Any] = field(default_factory=dict)  # our own export's per-episode columns
+
+
+class LeRobotSource:
+    """A LeRobot dataset on disk, v3.0 or v2.1."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.info = layout.read_info(root)
+        self.version = str(self.info.get('codebase_version', ''))
+        if self.version not in ('v3.0', 'v2.1', 'v2.0'):
+            raise RobodataError(f'{root}: LeRobot codebase_version {self.version!r}: v3.0 and v2.1 are imported')
+        try:
+            self.fps = float(self.info['fps'])
+        except (KeyError, TypeError, ValueError):
+            raise RobodataError(f'{root / layout.INFO}: no numeric "fps"') from None
+        features = self.info['features']
+        if layout.STATE not in features:
+            raise RobodataError(f'{root}: no {layout.STATE} feature in {layout.INFO}: nothing to make joint states of')
+        declared = [k for k, v in features.items() if isinstance(v, dict) and v.get('dtype') == 'video']
+        videos = [p.parts for p in (root / 'videos').rglob('*.mp4')] if (root / 'videos').is_dir() else []
+        self.video_keys = [k for k in declared if any(k in parts for parts in videos)]
+        self.absent_videos = [k for k in declared if k not in self.video_keys]
+        self.tasks = layout.read_tasks(root)
+        self.meta = self._episode_meta()
+
+    def names(self, feature: str, size: int) -> list[str]:
+        names = (self.info['features'].get(feature) or {}).get('names')
+        if isinstance(names, dict):  # v2.x: {"motors": [...]}
+            names = next(iter(names.values()), None)
+        if isinstance(names, list) and len(names) == size and all(isinstance(n, str) for n in names):
+            return names
+        return [f'joint_{i}' for i in range(size)]
+
+    def _episode_meta(self) -> dict[int, dict[str, Any]]:
+        if self.version == 'v3.0':
+            files = sorted((self.root / layout.EPISODES_DIR).glob('*/*.parquet'))
+            rows: list[dict[str, Any]] = []
+            for path in files:
+                table = read_parquet(path)
+                table = table.select([c for c in table.column_names if not c.startswith('stats/')])
+                rows += table.to_pylist()
+            return {int(r['episode_index']): r for r in rows}
+        path = self.root / 'meta' / 'episodes.jsonl'
+        out = {}
+        if path.is_file():
+            for line in path.read_text(encoding='utf-8', errors='replace').splitlines():
+                if line.strip():
+                    row = json.loads(line)  # a bad line: ValueError, told as malformed by import_lerobot
+                    out[int(row['episode_index'])] = row
+        return out
+
+    def _data_files(self) -> list[Path]:
+        files = sorted((self.root / 'data').glob('*/*.parquet'))
+        if not files:
+            raise RobodataError(f'{self.root}: no data/*/*.parquet: not a LeRobot dataset, or its data is missing')
+        return files
+
+    def episodes(self) -> Iterator[LeRobotEpisode]:
+        wanted = ['episode_index', 'timestamp', layout.STATE, layout.ACTION, 'task_index']
+        by_episode: dict[int, list[dict[str, Any]]] = {}
+        for path in self._data_files():
+            table = read_parquet(path)
+            have = [c for c in wanted if c in table.column_names]
+            if missing := [c for c in ('episode_index', 'timestamp', layout.STATE) if c not in have]:
+                raise RobodataError(f'{path}: no column {", ".join(missing)}')
+            for row in table.select(have).to_pylist():
+                by_episode.setdefault(int(row['episode_index']), []).append(row)
+        for index in sorted(by_episode):
+            rows = sorted(by_episode[index], key=lambda r: r['timestamp'])
+            meta = self.meta.get(index, {})
+            task_index = rows[0].get('task_index')
+            task = self.tasks.get(int(task_index)) if task_index is not None else None
+            if task is None:
+                tasks = meta.get('tasks') or []
+                task = str(tasks[0]) if tasks else ''
+            action = (np.asarray([r[layout.ACTION] for r in rows], dtype=np.float64)
+                      if layout.ACTION in rows[0] and rows[0][layout.ACTION] is not None else None)
+            yield LeRobotEpisode(index, task, np.asarray([r['timestamp'] for r in rows], dtype=np.float64),
+                                 np.asarray([r[layout.STATE] for r in rows], dtype=np.float64), action,
+                                 self._videos(index, meta), meta)
+
+    def _videos(self, index: int, meta: dict[str, Any]) -> dict[str, tuple[Path, float]]:
+        out = {}
+        template = str(self.info.get('video_path') or layout.VIDEO_PATH)
+        chunks = int(self.info.get('chunks_size') or layout.CHUNKS_SIZE)
+        for key in self.video_keys:
+            try:
+                if self.version == 'v3.0':
+                    if f'videos/{key}/file_index' not in meta:
+                        continue
+                    path = self.root / template.format(video_key=key, chunk_index=meta[f'videos/{key}/chunk_index'],
+                                                       file_index=meta[f'videos/{key}/file_index'])
+                    start = float(meta.get(f'videos/{key}/from_timestamp') or 0.0)
+                else:
+                    path = self.root / template.format(video_key=key, episode_chunk=index // chunks,
+                                                       episode_index=index)
+                    start = 0.0
+            except (KeyError, IndexError, ValueError, TypeError) as err:
+                raise RobodataError(f'{self.root / layout.INFO}: video_path {template!r} does not fit episode {index}: '
+                                    f'{err}') from None
+            if path.is_file():
+                out[key] = (path, start)
+        return out
+
+    def profile(self, raw: bool = False) -> Profile:
+        """A robot profile for this dataset: the topics the import writes, at its fps."""
+        rate = round(self.fps, 3)
+        cameras = [{'name': camera_name(k), 'topic': camera_topic(camera_name(k), raw),
+                    'type': IMAGE if raw else COMPRESSED_IMAGE, 'rate_hz': rate} for k in self.video_keys]
+        topics: dict[str, Any] = {'joint_states': {'topic': STATE_TOPIC, 'type': JOINT_STATE, 'rate_hz': rate}}
+        if layout.ACTION in self.info['features']:
+            topics['actions'] = {'topic': ACTION_TOPIC, 'type': JOINT_STATE, 'rate_hz': rate}
+        if cameras:
+            topics['cameras'] = cameras
+        robot = str(self.info.get('robot_type') or self.root.name)
+        return profile_from_dict({'robot': {'name': robot, 'description': f'LeRobot dataset {self.root.name} '
+                                            f'({self.version}), imported'}, 'topics': topics},
+                                 self.root / layout.INFO)
+
+
+def _frames(path: Path, times: np.ndarray, fps: float) -> Iterator[tuple[int, np.ndarray]]:
+    """(row, RGB frame) for each wanted time (s in the file) that a decoded frame lies within half a period of."""
+    half = 0.5 / fps
+    try:
+        container = av.open(str(path))
+    except av.FFmpegError as err:
+        raise RobodataError(f'{path}: not a readable video: {err}') from None
+    with container:
+        stream = container.streams.video[0]
+        if times[0] > half and stream.time_base is not None:
+            container.seek(int(max(0.0, times[0] - 1.0) / stream.time_base), stream=stream, backward=True)
+        k = 0
+        try:
+            for frame in container.decode(stream):
+                if frame.pts is None or frame.time_base is None:
+                    continue
+                t = float(frame.pts * Fraction(frame.time_base))
+                while k < len(times) and times[k] < t - half:
+                    k += 1  # a frame the video lacks: its row gets no image
+                if k >= len(times):
+                    return
+                if abs(times[k] - t) <= half:
+                    rgb = frame.to_ndarray(format='rgb24')
+                    while k < len(times) and abs(times[k] - t) <= half:
+                        yield k, rgb
+                        k += 1
+        except av.FFmpegError as err:
+            raise RobodataError(f'{path}: decoding stopped at {k} of {len(times)} frames: {err}') from None
+
+
+def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_ns: int, options: ImportOptions,
+               raw: bool, profile: Profile | None) -> tuple[int, dict[str, int]]:
+    types = typestore().types
+    stamps = start_ns + np.round(episode.timestamps * 1e9).astype(np.int64)
+    state_names = source.names(layout.STATE, episode.state.shape[1])
+    action_names = source.names(layout.ACTION, episode.action.shape[1]) if episode.action is not None else []
+    empty = np.array([], dtype=np.float64)
+    storage = profile.recording.storage if profile else 'mcap'
+    compression = profile.recording.compression if profile else 'zstd'
+    missing: dict[str, int] = {}
+    with BagWriter(bag, storage=storage, compression=compression) as writer:
+        writer.add_topic(STATE_TOPIC, JOINT_STATE)
+        if episode.action is not None:
+            writer.add_topic(ACTION_TOPIC, JOINT_STATE)
+        for i, stamp in enumerate(stamps):
+            writer.write_message(STATE_TOPIC, int(stamp), types[JOINT_STATE](
+                header=header(int(stamp)), name=state_names, position=episode.state[i], velocity=empty, effort=empty))
+            if episode.action is not None:
+                writer.write_message(ACTION_TOPIC, int(stamp), types[JOINT_STATE](
+                    header=header(int(stamp)), name=action_names, position=episode.action[i], velocity=empty,
+                    effort=empty))
+        for key in source.video_keys:
+            name = camera_name(key)
+            topic = camera_topic(name, raw)
+            if key not in episode.videos:
+                missing[key] = len(stamps)
+                continue
+            path, start = episode.videos[key]
+            writer.add_topic(topic, IMAGE if raw else COMPRESSED_IMAGE)
+            written = 0
+            for row, rgb in _frames(path, start + episode.timestamps, source.fps):
+                stamp = int(stamps[row])
+                if raw:
+                    msg = types[IMAGE](header=header(stamp, name), **encode_image(rgb, 'rgb8'))
+                else:
+                    msg = types[COMPRESSED_IMAGE](header=header(stamp, name),
+                                                  **encode_compressed(rgb, 'jpeg', options.jpeg_quality))
+                writer.write_message(topic, stamp, msg)
+                written += 1
+            if written < len(stamps):
+                missing[key] = len(stamps) - written
+    return len(stamps), missing
+
+
+def _label(value: Any, allowed: tuple[str, ...], default: str) -> str:
+    return value if isinstance(value, str) and value in allowed else default
+
+
+def import_lerobot(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
+                   who: str | None) -> Imported:
+    """Import every episode of the LeRobot dataset at recording.path not already imported. A dataset whose files
+    do not hold what LeRobot's format says (a missing key, a value of the wrong kind, rows of unequal length) is one
+    RobodataError naming it; the episodes imported before it stay."""
+    try:
+        return _import(dataset, recording, options, profile, who)
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise RobodataError(f'{recording.path}: not a well-formed LeRobot dataset: {type(err).__name__}: '
+                            f'{err}') from None
+
+
+def _import(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
+            who: str | None) -> Imported:
+    result = Imported(recording, dataset)
+    if options.method != 'copy':
+        raise RobodataError(f'{recording.path}: a LeRobot dataset is converted into bags; --{options.method} cannot '
+                            'apply (use --copy, the default)')
+    if options.split is not None or options.episode_id is not None:
+        raise RobodataError(f'{recording.path}: a LeRobot dataset brings its own episodes: no split, no --id')
+    source = LeRobotSource(recording.path)
+    raw_images = options.raw_images
+    own = source.profile(raw_images)
+    if profile is None:
+        dataset.set_profile(own, who)
+        profile = own
+        result.notes.append(f'robot profile written from {layout.INFO} (no gripper: give --profile for the segmenter)')
+    else:
+        _check_profile(profile, own, recording.path)
+    result.notes += [f'{key}: in {layout.INFO}, but no video file here: left out' for key in source.absent_videos]
+    cid = content_id(recording.files)
+    done = {int(e.source.get('lerobot', {}).get('episode_index', -1)): i
+            for i, e in imported_from(dataset, cid).items()}
+    base = episode_id_for(recording.name)
+    for episode in source.episodes():
+        if episode.index in done:
+            result.existing.append(done[episode.index])
+            continue
+        extra = episode.extra
+        start_ns = int(extra['source_start_ns']) if isinstance(extra.get('source_start_ns'), int) else \
+            EPOCH_NS + episode.index * HOUR_NS
+        episode_id = dataset.reserve_episode_id(f'{base}-{episode.index:06d}')
+        with staging_folder(dataset, episode_id) as staging:
+            frames, missing = _write_bag(staging / 'bag', source, episode, start_ns, options, raw_images, profile)
+            notes = [f'{key}: {n} of {frames} frame(s) have no video frame' for key, n in missing.items()]
+            info = {'episode_index': episode.index, 'codebase_version': source.version, 'fps': source.fps,
+                    'frames': frames, 'clock': 'source_start_ns' if 'source_start_ns' in extra else 'fixed epoch',
+                    **{k: extra[k] for k in ('source_episode_id', 'source_part', 'split', 'score', 'review')
+                       if k in extra}}
+            record = Episode(
+                id=episode_id, task=episode.task or options.task,
+                operator=str(extra.get('operator') or options.operator),
+                mode=_label(extra.get('mode'), MODES, options.mode),
+                robot=profile.robot.name, outcome=_label(extra.get('outcome'), OUTCOMES, options.outcome),
+                status='incomplete' if missing else 'complete', profile_sha256=profile.sha256,
+                notes='\n'.join(notes), source=source_record(recording, options, cid, lerobot=info))
+            fill_stats_from_bag(record, staging / 'bag', profile)
+            record.bag_sha256 = bag_checksums(staging / 'bag', {}, linked=False)
+            commit_episode(dataset, staging, record, who)
+        result.episodes.append(episode_id)
+        result.notes += [f'{episode_id}: {n}' for n in notes]
+    return result
+
+
+def _check_profile(profile: Profile, own: Profile, where: Path) -> None:
+    """The dataset's profile must read the topics the import writes, with the same types."""
+    mine = {spec.topic: spec.type for _, spec in own.all_topics()}
+    theirs = {spec.topic: spec.type for _, spec in profile.all_topics()}
+    if wrong := [t for t in mine if t in theirs and theirs[t] != mine[t]]:
+        raise RobodataError(f'{where}: the profile ({profile.source}) reads {", ".join(wrong)} as another type than '
+                            'the import writes')
+    if not any(t in theirs for t in mine):
+        raise RobodataError(f'{where}: the profile ({profile.source}) names none of the topics a LeRobot import '
+                            f'writes ({", ".join(mine)}): import into a new dataset, or use a profile that does')

@@ -1,0 +1,57 @@
+"""A camera's frames into LeRobot's video files with PyAV: several episodes one after another in one MP4, each frame
+at pts = its index in the file over a 1/fps time base, so frame k of an episode that starts at from_timestamp
+decodes at exactly from_timestamp + k / fps (LeRobot seeks by that and checks it to 1e-4 s). A file is closed and
+the next begun once it is past the size limit, between episodes only."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+from ros_robodata.errors import ExportError
+
+CODECS = {'h264': 'libx264', 'av1': 'libsvtav1'}
+
+
+class VideoFile:
+    """One open MP4 of one camera; `frames` counts what it holds so far."""
+
+    def __init__(self, path: Path, fps: int, width: int, height: int, codec: str, crf: int, gop: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.frames = 0
+        self.bytes = 0  # of the packets muxed so far: the file on disk lags behind the muxer's buffer
+        try:
+            self._container = av.open(str(path), 'w')
+            self._stream = self._container.add_stream(CODECS[codec], rate=fps)
+        except (av.FFmpegError, KeyError) as err:
+            raise ExportError(f'{path}: cannot start a {codec} video: {err}') from None
+        self._stream.width, self._stream.height = width, height
+        self._stream.pix_fmt = 'yuv420p'
+        self._stream.codec_context.time_base = Fraction(1, fps)
+        self._stream.options = {'crf': str(crf), 'g': str(gop)}
+
+    def add(self, rgb: np.ndarray) -> None:
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format='rgb24')
+        frame.pts = self.frames
+        for packet in self._stream.encode(frame):
+            self.bytes += packet.size
+            self._container.mux(packet)
+        self.frames += 1
+
+    def close(self) -> None:
+        for packet in self._stream.encode():
+            self._container.mux(packet)
+        self._container.close()
+
+    @property
+    def size_mb(self) -> float:
+        return self.bytes / 2**20
+
+
+def even_size(width: int, height: int) -> tuple[int, int]:
+    """yuv420p needs even sides: an odd last row or column is cut."""
+    return width - width % 2, height - height % 2
