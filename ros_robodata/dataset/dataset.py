@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ros_robodata import __version__, untrusted
+from ros_robodata import __version__
 from ros_robodata.dataset.audit import append_audit, check_audit_writable
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
-from ros_robodata.errors import DatasetError, RobodataError
+from ros_robodata.dataset.sidecars import restore_review_queue, restore_reviewed_outcome, restore_scores
+from ros_robodata.errors import DatasetError
 from ros_robodata.files import leftover_temporaries, read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
@@ -351,28 +352,14 @@ class Dataset:
                 continue
             readable.add(episode_id)
             self.catalog.upsert(episode, **self.bag_stats(episode))
-            self._restore_scores(episode_id)
-            self._restore_reviewed_outcome(episode_id)
+            restore_scores(self, episode_id)
+            restore_reviewed_outcome(self, episode_id)
             listed += 1
         for row in rows:
             if row.id not in readable:
                 self.catalog.delete(row.id)
-        self._restore_review(readable)
+        restore_review_queue(self, readable)
         return listed
-
-    def _restore_review(self, episodes: set[str]) -> None:
-        """The review columns index review/queue.json (`robodata select`): none when it is not a queue (audited)."""
-        path = self.root / 'review' / 'queue.json'
-        try:
-            data = untrusted.read_json(path) if path.is_file() else {'queue': []}
-            picked = {str(p['episode_id']): (int(p['rank']), float(p['priority']), str((p.get('reasons') or [''])[0]))
-                      for p in data['queue'] if str(p['episode_id']) in episodes}
-            excluded = {str(x['episode_id']): str(x['reason']) for x in data.get('excluded', [])
-                        if str(x['episode_id']) in episodes}
-        except (RobodataError, KeyError, TypeError, ValueError, AttributeError):
-            append_audit(self.audit_path, 'unreadable_review_queue', None, file=str(path))
-            picked, excluded = {}, {}
-        self.catalog.set_review(picked, excluded)
 
     def folders_not_in_catalog(self) -> list[str]:
         """Folders under episodes/ the catalog does not list (an episode.yaml it could not read, a bag copied in by
@@ -400,33 +387,6 @@ class Dataset:
             except DatasetError as err:
                 out.append((folder.name, f'{UNREADABLE}: {" ".join(str(err).split())}'))
         return out
-
-    def _restore_scores(self, episode_id: str) -> None:
-        """Scores live in the episode's quality.json (`robodata score`); the catalog only indexes them."""
-        path = self.episode_dir(episode_id) / 'quality.json'
-        if not path.is_file():
-            return
-        try:
-            data = untrusted.read_json(path)
-            score, scores = data.get('score'), data.get('catalog', {})
-            if not (score is None or isinstance(score, (int, float))) or not isinstance(scores, dict):
-                raise RobodataError('not what robodata score writes')
-            self.catalog.set_scores(episode_id, score, scores)
-        except (RobodataError, AttributeError, TypeError, ValueError):
-            append_audit(self.audit_path, 'unreadable_quality_file', episode_id, file=str(path))
-
-    def _restore_reviewed_outcome(self, episode_id: str) -> None:
-        """The reviewers' verdict lives in the episode's annotations.json; the catalog only indexes it."""
-        from ros_robodata.review.store import read_annotations
-
-        try:
-            verdict = read_annotations(self.episode_dir(episode_id)).reviewed_verdict()
-        except RobodataError:
-            append_audit(self.audit_path, 'unreadable_annotations_file', episode_id,
-                         path=str(self.episode_dir(episode_id) / 'annotations.json'))
-            return
-        if verdict:
-            self.catalog.set_reviewed_outcome(episode_id, verdict)
 
     def bag_stats(self, episode: Episode) -> dict[str, int]:
         files = self.bag_files(episode.id)
