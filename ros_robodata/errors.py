@@ -51,3 +51,7 @@ class AnnotationError(RobodataError):
 
 class LabelStudioError(RobodataError):
     """Label Studio cannot be reached, refuses the token, or answers something we cannot use."""
+
+
+class ReplayError(RobodataError):
+    """A replay that cannot start: no such topic to play, a remap that does not parse, a start past the end."""
