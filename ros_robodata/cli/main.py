@@ -22,6 +22,7 @@ from ros_robodata.cli import (
     profile_cmd,
     record_cmd,
     repair,
+    replay_cmd,
     report_cmd,
     review_cmd,
     score_cmd,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     score_cmd.add_parser(sub)
     report_cmd.add_parser(sub)
     select_cmd.add_parser(sub)
+    replay_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     review_cmd.add_parsers(sub)
     session_cmd.add_parser(sub)
