@@ -93,6 +93,7 @@ def test_each_event_is_the_headline_from_its_stamp_on_in_the_subtask_it_falls_in
     view = load_episode_view(episode['episode_dir'])
     doc = read_events_file(episode['episode_dir'] / 'events.json')
     assert view.notes == []
+    assert load_episode_view(episode['episode_dir'] / 'bag') == view  # the episode's bag names it as well
     assert view.event_times_ns() == sorted(e['t_ns'] for e in doc['events'])
     assert {e['kind'] for e in doc['events']} >= {'grasp_start', 'contact', 'grasp', 'lift'}
     for event in doc['events']:
@@ -226,7 +227,10 @@ def test_missing_or_broken_sidecars_are_named_and_the_rest_is_still_shown(episod
 def test_live_events_and_quality_statuses_come_and_go() -> None:
     view = EpisodeView(episode_id='live1', status='recording', start_ns=1_000)
     view.add_event('grasp', 5_000_000_000, 0.9)
-    assert view.at(4_999_999_999).event is None
+    view.add_event('contact', 4_900_000_000, 0.8)  # confirmed later than the grasp, but happened before it
+    assert view.event_times_ns() == [4_900_000_000, 5_000_000_000]
+    assert view.at(4_899_999_999).event is None
+    assert view.at(4_950_000_000).headline() == 'contact (0.80)'
     assert view.at(5_000_000_000).headline() == 'grasp (0.90)'
     view.live_status('image.blur', WRIST, 'warn', f'{WRIST}: blurry', 5_000_000_000)
     assert view.at(6_000_000_000).flag_lines() == [f'warn: {WRIST}: blurry']

@@ -61,7 +61,7 @@ class OverlayNode(Node):
                                'robot.base_frame)')
         images = declare(self, 'images', True, "Publish each profile camera's image annotated")
         time_topic = declare(self, 'time_topic', '', "Topic whose header stamps are the overlay's time (empty: the "
-                             "profile's joint_states, else its first camera)")
+                             "profile's joint_states, else its first camera; /clock also under use_sim_time)")
         frames = declare(self, 'frames', '', 'Frame export folders (robodata export frames --out), separated by '
                          f'{os.pathsep!r}, holding the frames box labels were drawn on')
         if not profile_path:
@@ -77,10 +77,11 @@ class OverlayNode(Node):
         specs = {spec.topic: spec for _, spec in self.profile.all_topics()}
         clock = time_topic or (self.profile.topics.joint_states.topic if self.profile.topics.joint_states
                                else next((c.topic for c in self.profile.topics.cameras), ''))
-        if clock and clock not in specs:
-            raise RobodataError(f'time_topic {clock}: not a topic of the profile {self.profile.source}')
-        self._time_discovery = TopicDiscovery(self, {clock: specs[clock]} if clock else {}, self._subscribe_clock)
-        if self.get_parameter('use_sim_time').value:
+        if clock and clock != '/clock' and clock not in specs:
+            raise RobodataError(f'time_topic {clock}: not a topic of the profile {self.profile.source} (nor /clock)')
+        stamped = {clock: specs[clock]} if clock in specs else {}
+        self._time_discovery = TopicDiscovery(self, stamped, self._subscribe_clock)
+        if clock == '/clock' or self.get_parameter('use_sim_time').value:
             self.create_subscription(Clock, '/clock', self._on_clock, 10)
         self._images: dict[str, Any] = {}
         if images:

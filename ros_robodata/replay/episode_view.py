@@ -11,7 +11,7 @@ live, it fills the same view from /robodata/events and /robodata/quality instead
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from ros_robodata.review.store import Stored, read_annotations
 EVENT_HOLD_NS = 2_000_000_000  # an event stays the headline this long after it happened
 FLAG_PAD_NS = 250_000_000  # a finding that fired on one sample shows this long either side of it
 LIVE_FLAG_HOLD_NS = 3_000_000_000  # a live quality status not repeated for this long is gone (3 monitor periods)
+LIVE_EVENTS_KEPT = 1000
 _LABEL_STUDIO_STATE = ('review', 'label_studio.json')
 _MEDIA = (('review', 'media'), ('review', 'media', 'frames'))  # where `robodata review push` exports frames
 _WORST_FIRST = {ERROR: 0, WARN: 1, INFO: 2}
@@ -145,7 +146,7 @@ class EpisodeView:
     """One episode as the overlay draws it, from its sidecars (load_episode_view) or filled live."""
 
     episode_id: str = ''
-    events: list[EventMark] = field(default_factory=list)
+    events: list[EventMark] = field(default_factory=list)  # in time order
     subtasks: list[Span] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     labels: list[Span] = field(default_factory=list)
@@ -163,7 +164,7 @@ class EpisodeView:
         return sorted(e.t_ns for e in self.events)
 
     def at(self, t_ns: int) -> Moment:
-        events = sorted(self.events, key=lambda e: e.t_ns)
+        events = self.events  # in time order (load_episode_view, add_event)
         passed = bisect_right([e.t_ns for e in events], t_ns)
         event = events[passed - 1] if passed and t_ns - events[passed - 1].t_ns <= EVENT_HOLD_NS else None
         subtask = next((s.name for s in self.subtasks if s.start_ns <= t_ns < s.end_ns), '')
@@ -180,8 +181,9 @@ class EpisodeView:
         return [s for s in self.shapes if s.camera == camera and abs(s.stamp_ns - stamp_ns) <= tolerance_ns]
 
     def add_event(self, kind: str, t_ns: int, confidence: float = 1.0) -> None:
-        """A live event (/robodata/events)."""
-        self.events.append(EventMark(kind, t_ns, confidence))
+        """A live event (/robodata/events), kept in time order; a session without episodes keeps the latest."""
+        insort(self.events, EventMark(kind, t_ns, confidence), key=lambda e: e.t_ns)
+        del self.events[:-LIVE_EVENTS_KEPT]
 
     def live_status(self, check: str, topic: str, severity: str | None, message: str, t_ns: int) -> None:
         """A live quality status (/robodata/quality): shown until LIVE_FLAG_HOLD_NS after its last repeat;
@@ -195,9 +197,12 @@ class EpisodeView:
 
 def load_episode_view(episode_dir: Path, frames_dirs: Sequence[Path] = ()) -> EpisodeView:
     """The episode's sidecars (episode.yaml, events.json, quality.json, annotations.json) as one view. A sidecar
-    missing or unreadable is one line in `notes` and the rest is still shown. `frames_dirs`: frame export folders
+    missing or unreadable is one line in `notes` and the rest is still shown; the episode's bag/ folder names the
+    episode too. `frames_dirs`: frame export folders
     (`robodata export frames --out`) to look in for the frames that box and polygon labels name."""
     episode_dir = Path(episode_dir)
+    if episode_dir.name == 'bag' and (episode_dir.parent / 'episode.yaml').is_file():  # the episode's bag named
+        episode_dir = episode_dir.parent
     view = EpisodeView(episode_id=episode_dir.name)
     stamp_start = None
     try:
