@@ -120,7 +120,14 @@ def test_topics_remaps_and_excludes_and_a_named_topic_that_is_not_there(bag: Pat
             parse_remaps([bad])
 
 
-def test_a_replay_hands_on_every_message_in_bag_order_with_its_recorded_bytes(bag: Path) -> None:
+def _per_topic(messages: list[tuple[str, bytes]]) -> dict[str, list[bytes]]:
+    out: dict[str, list[bytes]] = {}
+    for topic, data in messages:
+        out.setdefault(topic, []).append(data)
+    return out
+
+
+def test_a_replay_hands_on_every_message_in_its_topics_order_with_its_recorded_bytes(bag: Path) -> None:
     with BagReader(bag) as reader:
         recorded = [(m.topic, bytes(m.data)) for m in reader.messages()]
     replay = Replay(bag, ReplayOptions(rate=8.0))
@@ -128,7 +135,9 @@ def test_a_replay_hands_on_every_message_in_bag_order_with_its_recorded_bytes(ba
     got, thread = _play_in_thread(replay)
     thread.join(timeout=10)
     took = time.monotonic() - started
-    assert got == recorded
+    # frames go out from a thread of their own (a frame being published must not hold up a joint state), so the
+    # order is the bag's within each topic, as DDS keeps it anyway
+    assert _per_topic(got) == _per_topic(recorded)
     assert replay.finished.is_set() and sum(replay.published.values()) == len(recorded)
     assert took >= (replay.end_ns - replay.begin_ns) / 8e9 * 0.9  # it kept to the recorded timing, 8x faster
 

@@ -30,6 +30,10 @@ from ros_robodata.replay.player import Replay, ReplayOptions
 from ros_robodata.replay.source import ReplaySource, find_source
 from ros_robodata.srv import Seek, SetRate
 
+# Short GIL turns: the thread that publishes a due message gets the GIL back from the one reading ahead within half
+# a millisecond instead of Python's default 5 ms (measured: p99 timing error 7.9 ms -> 2.7 ms without DDS).
+_SWITCH_S = 0.0005
+
 
 def _declare_list(node: Node, name: str, description: str) -> list[str]:
     descriptor = ParameterDescriptor(description=description, read_only=True)
@@ -202,6 +206,7 @@ def _typed(fd: int) -> str:
 def run_player(parameters: list[Parameter], *, overlay: list[Parameter] | None = None, keys: bool = True,
                program: str = 'robodata replay') -> int:
     """The player (and the overlay, when given its parameters) in one process until the episode ends."""
+    sys.setswitchinterval(_SWITCH_S)
     makers: list[Any] = [lambda: PlayerNode(parameter_overrides=parameters)]
     if overlay is not None:
         from ros_robodata.nodes.overlay import OverlayNode
@@ -211,6 +216,7 @@ def run_player(parameters: list[Parameter], *, overlay: list[Parameter] | None =
 
 
 def main(args: list[str] | None = None) -> int:
+    sys.setswitchinterval(_SWITCH_S)
     return run_nodes([lambda: PlayerNode()], args if args is not None else sys.argv,
                      main_loop=lambda nodes, executor, stop: play(nodes, executor, stop))
 

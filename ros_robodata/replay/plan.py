@@ -37,6 +37,7 @@ class PlayedTopic:
     transient_local: bool
     depth: int
     count: int
+    large: bool = False  # frames and clouds: published from a thread of their own
 
 
 def parse_remaps(remaps: Iterable[str]) -> dict[str, str]:
@@ -81,5 +82,6 @@ def _played(info: TopicInfo, name: str) -> PlayedTopic:
     reliable = not offered or all(q.reliability != QosReliability.BEST_EFFORT for q in offered)
     latched = info.latched or any(q.durability == QosDurability.TRANSIENT_LOCAL for q in offered)
     recorded_depth = max((q.depth for q in offered), default=0)
-    depth = max(recorded_depth, _LARGE_DEPTH if info.msgtype in _LARGE_TYPES else _SMALL_DEPTH)
-    return PlayedTopic(info.name, name, info.msgtype, reliable, latched, depth, info.count)
+    large = info.msgtype in _LARGE_TYPES
+    depth = max(recorded_depth, _LARGE_DEPTH if large else _SMALL_DEPTH)
+    return PlayedTopic(info.name, name, info.msgtype, reliable, latched, depth, info.count, large)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ros_robodata.bag.reader import BagMessage, BagReader
@@ -19,7 +19,7 @@ from ros_robodata.errors import ReplayError
 from ros_robodata.replay.plan import PlayedTopic, parse_remaps, plan_topics
 from ros_robodata.replay.playback import PlaybackClock, next_event, previous_event
 
-# Read-ahead: at most this many bytes or messages waiting (a second of three VGA cameras is ~80 MB).
+# Read-ahead: at most this many bytes or messages waiting per lane (a second of three VGA cameras is ~80 MB).
 _AHEAD_BYTES = 96 * 1024 * 1024
 _AHEAD_COUNT = 20_000
 _END = object()
@@ -38,13 +38,18 @@ class ReplayOptions:
     remap: Sequence[str] = ()
 
 
-@dataclass
-class _Ahead:
-    """Messages read but not yet due, tagged with the seek generation they were read for."""
+class _Lane:
+    """Messages read but not yet due, for one publishing thread, tagged with the seek generation they were read
+    for. Large messages (frames, clouds) have a lane of their own: publishing a VGA frame takes a millisecond or
+    more, and a joint state due meanwhile must not wait behind it."""
 
-    items: deque = field(default_factory=deque)
-    size: int = 0
-    cond: threading.Condition = field(default_factory=threading.Condition)
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.items: deque = deque()
+        self.size = 0
+        self.cond = threading.Condition()
+        self.head_ns: int | None = None  # the message this lane waits to publish
+        self.ended = -1  # the last generation whose end this lane reached
 
 
 class Replay:
@@ -77,7 +82,8 @@ class Replay:
         self.finished = threading.Event()
         self._by_topic = {t.topic: t for t in self.topics}
         self._latched = [t.topic for t in self.topics if t.transient_local]
-        self._ahead = _Ahead()
+        self._small, self._large = _Lane('small'), _Lane('large')
+        self._lanes = (self._small, self._large)
         self._steps = 0
         self._stopping = False
 
@@ -85,10 +91,14 @@ class Replay:
 
     def stop(self) -> None:
         self._stopping = True
-        with self._ahead.cond:
-            self._ahead.cond.notify_all()
+        self._wake_lanes()
         with self.clock.changed:
             self.clock.changed.notify_all()
+
+    def _wake_lanes(self) -> None:
+        for lane in self._lanes:
+            with lane.cond:
+                lane.cond.notify_all()
 
     def play_next(self) -> bool:
         """While paused, publish the next message now (as rosbag2's ~/play_next); False when not paused."""
@@ -102,8 +112,7 @@ class Replay:
     def seek(self, bag_ns: int) -> int:
         """Go to a bag time (held within the bag); the read starts over there."""
         where = self.clock.seek(bag_ns)
-        with self._ahead.cond:
-            self._ahead.cond.notify_all()
+        self._wake_lanes()
         return where
 
     def seek_by(self, seconds: float) -> int:
@@ -123,89 +132,114 @@ class Replay:
     def play(self, publish: Callable[[PlayedTopic, bytes], None]) -> None:
         """Publish every message at its time through `publish(topic, cdr_bytes)`; returns at the end or on stop()."""
         self.clock.start()
-        reading = threading.Thread(target=self._read_ahead, name='replay-read', daemon=True)
-        reading.start()
+        threads = [threading.Thread(target=self._read_ahead, name='replay-read', daemon=True)]
+        threads += [threading.Thread(target=self._publish_loop, args=(lane, publish), name=f'replay-{lane.name}',
+                                     daemon=True) for lane in self._lanes]
+        for thread in threads:
+            thread.start()
         try:
-            self._publish_loop(publish)
+            while not self._stopping:
+                with self.clock.changed:
+                    generation = self.clock.generation
+                    through = all(lane.ended == generation for lane in self._lanes)
+                    if through and not self.loop:
+                        break
+                    if not through:
+                        self.clock.changed.wait(0.05)
+                        continue
+                self.seek(self.begin_ns)  # loop: both lanes are through the bag
         finally:
             self.finished.set()
             self.stop()
-            reading.join(timeout=5)
+            for thread in threads:
+                thread.join(timeout=5)
             self.reader.close()
 
-    def _publish_loop(self, publish: Callable[[PlayedTopic, bytes], None]) -> None:
+    def _publish_loop(self, lane: _Lane, publish: Callable[[PlayedTopic, bytes], None]) -> None:
         while not self._stopping:
-            item = self._take()
+            item = self._take(lane)
             if item is None:
                 return
             generation, message = item
             if generation != self.clock.generation:
                 continue  # read before a seek
             if message is _END:
-                if not self.loop:
-                    return
-                self.seek(self.begin_ns)
+                with self.clock.changed:
+                    lane.ended = generation
+                    self.clock.changed.notify_all()
                 continue
-            if not self._wait_until_due(message, generation):
-                continue
-            publish(self._by_topic[message.topic], message.data)
-            self.published[message.topic] += 1
+            lane.head_ns = message.t_ns
+            due = self._wait_until_due(message, generation)
+            lane.head_ns = None
+            if due:
+                publish(self._by_topic[message.topic], message.data)
+                self.published[message.topic] += 1
 
     def _wait_until_due(self, message: BagMessage, generation: int) -> bool:
-        """Block until `message` is due; False when a seek (or stop) made it stale."""
+        """Block until `message` is due; False when a seek (or stop) made it stale. A play_next step goes to the
+        lane whose message is next in the bag."""
         clock = self.clock
         while not self._stopping:
             with clock.changed:
                 if generation != clock.generation:
                     return False
-                if self._steps and clock.paused:
+                if self._steps and clock.paused and self._first_in_line(message.t_ns):
                     self._steps -= 1
                     clock.reached(message.t_ns)
                     return True
                 wait = clock.due_in(message.t_ns)
                 if wait is not None and wait <= 0:
                     return True
-                clock.changed.wait(0.1 if wait is None else min(wait / 1e9, 0.1))
+                clock.changed.wait(0.05 if wait is None else min(wait / 1e9, 0.1))
         return False
 
-    def _take(self) -> tuple[int, object] | None:
-        ahead = self._ahead
-        with ahead.cond:
-            while not ahead.items and not self._stopping:
-                ahead.cond.wait(0.1)
+    def _first_in_line(self, t_ns: int) -> bool:
+        heads = [lane.head_ns for lane in self._lanes if lane.head_ns is not None]
+        waiting = [lane.items[0][1].t_ns for lane in self._lanes if lane.head_ns is None and lane.items
+                   and lane.items[0][1] is not _END]
+        return t_ns <= min(heads + waiting, default=t_ns)
+
+    def _take(self, lane: _Lane) -> tuple[int, object] | None:
+        with lane.cond:
+            while not lane.items and not self._stopping:
+                lane.cond.wait(0.1)
             if self._stopping:
                 return None
-            generation, message = ahead.items.popleft()
+            generation, message = lane.items.popleft()
             if message is not _END:
-                ahead.size -= len(message.data)
-            ahead.cond.notify_all()
+                lane.size -= len(message.data)
+            lane.cond.notify_all()
             return generation, message
 
     def _read_ahead(self) -> None:
-        ahead = self._ahead
         while not self._stopping:
             with self.clock.changed:
                 generation, position = self.clock.generation, self.clock.origin_ns
-            with ahead.cond:
-                ahead.items.clear()
-                ahead.size = 0
+            for lane in self._lanes:
+                with lane.cond:
+                    lane.items.clear()
+                    lane.size = 0
             for message in self._messages_from(position):
                 if self._stopping or generation != self.clock.generation:
                     break
-                with ahead.cond:
-                    while (ahead.size > _AHEAD_BYTES or len(ahead.items) > _AHEAD_COUNT) and not self._stopping \
-                            and generation == self.clock.generation:
-                        ahead.cond.wait(0.1)
-                    ahead.items.append((generation, message))
-                    ahead.size += len(message.data)
-                    ahead.cond.notify_all()
+                topic = self._by_topic[message.topic]
+                self._put(self._large if topic.large else self._small, generation, message)
             else:
-                with ahead.cond:
-                    ahead.items.append((generation, _END))
-                    ahead.cond.notify_all()
+                for lane in self._lanes:
+                    self._put(lane, generation, _END)
                 while not self._stopping and generation == self.clock.generation:
-                    with ahead.cond:
-                        ahead.cond.wait(0.1)
+                    with self.clock.changed:
+                        self.clock.changed.wait(0.1)
+
+    def _put(self, lane: _Lane, generation: int, message: object) -> None:
+        size = 0 if message is _END else len(message.data)  # type: ignore[attr-defined]
+        with lane.cond:
+            while (lane.size > _AHEAD_BYTES or len(lane.items) > _AHEAD_COUNT) and not self._stopping \
+                    and generation == self.clock.generation:
+                lane.cond.wait(0.1)
+            lane.items.append((generation, message))
+            lane.size += size
+            lane.cond.notify_all()
 
     def _messages_from(self, position: int) -> Iterator[BagMessage]:
         """The latched topics' newest message before `position` (stamped `position`, so it goes out at once),
