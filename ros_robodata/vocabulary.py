@@ -34,6 +34,10 @@ LIFT = 'lift'
 RELEASE = 'release'
 COLLISION = 'collision'
 EVENT_KINDS = (GRASP_START, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, LIFT, RELEASE, COLLISION)
+# How each kind is drawn (RGB 0..1), the same in the live segmenter's labels and the overlay's timeline.
+EVENT_COLOURS = {GRASP_START: (0.6, 0.6, 1.0), CONTACT: (1.0, 0.8, 0.2), CONTACT_LOST: (0.7, 0.7, 0.7),
+                 GRASP: (0.2, 1.0, 0.2), GRASP_FAILED: (1.0, 0.2, 0.2), LIFT: (0.2, 0.9, 0.9), RELEASE: (1.0, 0.5, 1.0),
+                 COLLISION: (1.0, 0.4, 0.0)}
 
 # Files that hold a recording: rosbag2 storage, and the video containers phones and cameras write.
 BAG_SUFFIXES = {'.mcap': 'mcap', '.db3': 'sqlite3'}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='publish /clock (at HZ, default 40) for nodes on use_sim_time')
     p.add_argument('--profile', help='robot profile YAML for the overlay (default: the dataset\'s own)')
     p.add_argument('--taxonomy', help='class taxonomy for the drawn labels (default: config/taxonomy.yaml)')
+    p.add_argument('--frames', nargs='+', default=[], metavar='DIR',
+                   help='frame exports (robodata export frames --out) that box and polygon labels were drawn on, when '
+                        'they are not where the labels were imported from')
     p.add_argument('--no-overlay', action='store_true', help='run the player alone')
     p.set_defaults(func=run)
 
@@ -90,7 +94,7 @@ def overlay_parameters(args: argparse.Namespace, folder: Path, profile: str) -> 
     """The overlay node's parameters: the episode whose sidecars it draws ('' for a bag on its own)."""
     episode = folder.parent if folder.name == 'bag' else folder
     return {'profile': profile, 'episode': str(episode) if (episode / 'episode.yaml').is_file() else '',
-            'taxonomy': args.taxonomy}
+            'taxonomy': args.taxonomy, 'frames': os.pathsep.join(args.frames) if args.frames else None}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,13 +33,13 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.msg import EpisodeEvent, QualityStatus, SegmentEvent
 from ros_robodata.nodes.common import TopicDiscovery, declare, run_node
-from ros_robodata.nodes.segmenter import _COLOURS as EVENT_COLOURS
 from ros_robodata.paths import config_path
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.findings import ERROR, WARN
 from ros_robodata.replay.draw import annotate
 from ros_robodata.replay.episode_view import EpisodeView, Moment, load_episode_view
 from ros_robodata.signals import header_stamp_ns
+from ros_robodata.vocabulary import EVENT_COLOURS
 
 MARKERS_TOPIC = '/robodata/overlay/markers'
 IMAGE_TOPIC = '/robodata/overlay/{camera}/image'

@@ -31,13 +31,11 @@ from ros_robodata.msg import EpisodeEvent, SegmentEvent
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.profile.schema import FLOAT64, JOINT_STATE
+from ros_robodata.vocabulary import EVENT_COLOURS
 
 EVENTS_TOPIC = '/robodata/events'
 MARKERS_TOPIC = '/robodata/event_markers'
 EPISODE_EVENTS_TOPIC = '/robodata/episode_events'
-_COLOURS = {'grasp_start': (0.6, 0.6, 1.0), 'contact': (1.0, 0.8, 0.2), 'contact_lost': (0.7, 0.7, 0.7),
-            'grasp': (0.2, 1.0, 0.2), 'grasp_failed': (1.0, 0.2, 0.2), 'lift': (0.2, 0.9, 0.9),
-            'release': (1.0, 0.5, 1.0), 'collision': (1.0, 0.4, 0.0)}
 # Samples are kept this much longer than the pre-roll: the START event comes after the operator's start (the
 # recorder announces it once the bag is open).
 _KEEP_MARGIN_S = 3.0
@@ -134,7 +132,7 @@ class SegmenterNode(Node):
         marker.pose.position.z = 0.6 + 0.05 * (marker.id % 3)
         marker.pose.orientation.w = 1.0
         marker.scale.z = 0.03
-        marker.color.r, marker.color.g, marker.color.b = _COLOURS.get(event.kind, (1.0, 1.0, 1.0))
+        marker.color.r, marker.color.g, marker.color.b = EVENT_COLOURS.get(event.kind, (1.0, 1.0, 1.0))
         marker.color.a = 1.0
         marker.lifetime.sec = int(self._label_lifetime)
         marker.lifetime.nanosec = int((self._label_lifetime % 1) * 1e9)
