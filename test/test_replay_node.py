@@ -160,3 +160,63 @@ def test_pause_seek_play_next_rate_and_clock_through_the_services(tmp_path: Path
     assert joints == [_unpadded(recorded[JOINTS][0]), *after]  # the first by play_next, then from the seek on
     assert len(heard.got[DESCRIPTION]) >= 1  # latched: published again where the seek landed
     assert max(clock) >= T0_NS + 1_900_000_000 and clock == sorted(clock)
+
+
+def test_robodata_replay_plays_an_episode_with_its_overlay_and_stops_at_its_end(tmp_path: Path) -> None:
+    """As a reviewer runs it: `robodata replay EPISODE`, the dataset's own profile for the overlay, RViz's topics
+    filled: the annotated cameras and the markers; the command ends with the episode."""
+    from sensor_msgs.msg import Image
+    from visualization_msgs.msg import MarkerArray
+
+    from test.test_overlay import build_episode
+
+    built = build_episode(tmp_path)
+    domain = new_domain()
+    log = tmp_path / 'replay.log'
+    replay = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'replay', str(built['episode_dir']),
+                               '--rate', '2', '--paused'], env=ros_env(domain), stdin=subprocess.DEVNULL,
+                              stdout=log.open('w'), stderr=subprocess.STDOUT)
+    try:
+        with client(domain) as c:
+            from std_srvs.srv import Trigger
+
+            images: list[Any] = []
+            markers: list[Any] = []
+            images_sub = c.node.create_subscription(Image, '/robodata/overlay/wrist/image', images.append, 50)
+            markers_sub = c.node.create_subscription(MarkerArray, '/robodata/overlay/markers', markers.append, 50)
+            deadline = time.monotonic() + 60
+            while not (images_sub.get_publisher_count() and markers_sub.get_publisher_count()):
+                assert replay.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, 'the overlay never came up: ' + log.read_text()
+                c.spin_for(0.1)
+            c.spin_for(1.0)  # the overlay subscribes to the player's cameras once it sees them
+            assert c.call(Trigger, '/player/resume').success
+            while replay.poll() is None and time.monotonic() < deadline:
+                c.spin_for(0.1)
+            assert replay.poll() == 0, log.read_text()
+    finally:
+        stop_process(replay)
+    assert 'player: ' in log.read_text() and 'message(s) replayed' in log.read_text()
+    assert len(images) > 10 and images[0].encoding == 'bgr8'
+    texts = [m.text for array in markers for m in array.markers]
+    assert any('success' in t for t in texts), texts[-10:]  # the reviewed verdict, from annotations.json
+
+
+def test_robodata_replay_names_what_it_cannot_play(tmp_path: Path, capsys) -> None:
+    from ros_robodata.cli.main import main
+    from ros_robodata.dataset import Dataset
+
+    dataset = Dataset.create(tmp_path / 'ds')
+    assert main(['replay', str(dataset.root)]) == 1
+    assert 'a dataset: name the episode to replay with --episode ID (it has: none)' in capsys.readouterr().err
+    assert main(['replay', str(dataset.root), '--episode', 'nope']) == 1
+    assert 'no episode nope' in capsys.readouterr().err
+    bag = tmp_path / 'bag'
+    write_replay_bag(bag, seconds=0.2)
+    assert main(['replay', str(bag), '--episode', 'x']) == 1
+    assert '--episode is for a dataset, and this is not one' in capsys.readouterr().err
+    assert main(['replay', str(tmp_path / 'missing')]) == 1
+    assert 'no such episode or bag' in capsys.readouterr().err
+    assert main(['replay', str(bag), '--topics', '/jointstates', '--no-overlay']) == 1
+    err = capsys.readouterr().err
+    assert 'no topic /jointstates in this bag' in err and len(err.strip().splitlines()) == 1

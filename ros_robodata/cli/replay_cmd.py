@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.ros import require_ros
+from ros_robodata.cli.ros import node_arguments, require_ros
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_yaml
@@ -105,12 +105,12 @@ def run(args: argparse.Namespace) -> int:
     from ros_robodata.nodes.session import parameters
 
     with tempfile.TemporaryDirectory(prefix='robodata-replay-') as scratch:
-        overlay: list[Any] | None = None
+        overlay: list[str] | None = None
         if not args.no_overlay:
             profile = _profile_file(folder, args.profile, Path(scratch))
             if profile is None:
                 print(f'robodata replay: {folder} belongs to no dataset with a robot profile: replaying without the '
                       'overlay (pass --profile to draw it)', file=sys.stderr)
             else:
-                overlay = parameters(**overlay_parameters(args, folder, profile))
+                overlay = node_arguments(overlay_parameters(args, folder, profile), 'robodata replay (overlay)')
         return player.run_player(parameters(**player_parameters(args, folder)), overlay=overlay)

@@ -10,6 +10,8 @@ episode's events.json. With `clock` > 0 it publishes /clock for nodes on use_sim
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -24,6 +26,8 @@ from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.nodes.common import StopRequest, declare, message_class, run_nodes
+from ros_robodata.paths import config_path
+from ros_robodata.record.host_check import PROFILE_ENV, RIG_PROFILE
 from ros_robodata.replay.keys import HELP, press, split_keys, status_line
 from ros_robodata.replay.plan import PlayedTopic
 from ros_robodata.replay.player import Replay, ReplayOptions
@@ -203,20 +207,55 @@ def _typed(fd: int) -> str:
     return os.read(fd, 64).decode('utf-8', errors='replace') if ready else ''
 
 
-def run_player(parameters: list[Parameter], *, overlay: list[Parameter] | None = None, keys: bool = True,
-               program: str = 'robodata replay') -> int:
-    """The player (and the overlay, when given its parameters) in one process until the episode ends."""
-    sys.setswitchinterval(_SWITCH_S)
-    makers: list[Any] = [lambda: PlayerNode(parameter_overrides=parameters)]
-    if overlay is not None:
-        from ros_robodata.nodes.overlay import OverlayNode
+def use_rig_transport(environ: dict[str, str] | None = None) -> str | None:
+    """The player publishes the frames, and the publisher's side decides whether a VGA frame (and the joint states
+    queued behind it) gets through: Fast DDS's default 512 KiB shared-memory segment cannot hold one (bench/README,
+    record_throughput and replay_timing). So the player takes config/dds/fastdds_rig.xml for its own participant,
+    unless a profile was named already or another RMW is in use. Returns the profile used, or None."""
+    env = os.environ if environ is None else environ
+    if any(env.get(name) for name in PROFILE_ENV) or \
+            not env.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    try:
+        path = str(config_path(RIG_PROFILE))
+    except RobodataError:
+        return None
+    for name in PROFILE_ENV:
+        env[name] = path
+    return path
 
-        makers.append(lambda: OverlayNode(parameter_overrides=overlay))
-    return run_nodes(makers, [program], main_loop=lambda nodes, executor, stop: play(nodes, executor, stop, keys=keys))
+
+def run_player(parameters: list[Parameter], *, overlay: list[str] | None = None, keys: bool = True,
+               program: str = 'robodata replay') -> int:
+    """The player until the episode ends; the overlay, when given its command line arguments, in a process of its
+    own beside it (as replay.launch.xml starts them), so annotating three cameras never delays a due message."""
+    sys.setswitchinterval(_SWITCH_S)
+    use_rig_transport()
+    drawing = None
+    if overlay is not None:
+        drawing = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.overlay', *overlay[1:]],
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        return run_nodes([lambda: PlayerNode(parameter_overrides=parameters)], [program],
+                         main_loop=lambda nodes, executor, stop: play(nodes, executor, stop, keys=keys))
+    finally:
+        if drawing is not None:
+            _stop_child(drawing)
+
+
+def _stop_child(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def main(args: list[str] | None = None) -> int:
     sys.setswitchinterval(_SWITCH_S)
+    use_rig_transport()
     return run_nodes([lambda: PlayerNode()], args if args is not None else sys.argv,
                      main_loop=lambda nodes, executor, stop: play(nodes, executor, stop))
 
