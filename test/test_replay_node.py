@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -200,6 +201,21 @@ def test_robodata_replay_plays_an_episode_with_its_overlay_and_stops_at_its_end(
     assert len(images) > 10 and images[0].encoding == 'bgr8'
     texts = [m.text for array in markers for m in array.markers]
     assert any('success' in t for t in texts), texts[-10:]  # the reviewed verdict, from annotations.json
+    # Each event's headline went out within 50 ms of replay time of the event, through the player's real DDS: the
+    # overlay's time is the replayed joint states' stamps. (An event that comes within 100 ms after another one, or
+    # after one of its own kind, may share the headline, and is left out.)
+    events = json.loads((built['episode_dir'] / 'events.json').read_text())['events']
+    headlines = sorted((m.header.stamp.sec * 10**9 + m.header.stamp.nanosec, m.text) for array in markers
+                       for m in array.markers if m.ns == 'robodata_overlay/event' and m.text)
+    checked = 0
+    for n, event in enumerate(events):
+        near = [e for e in events[:n] if event['t_ns'] - e['t_ns'] < 100_000_000]
+        if near or (n and events[n - 1]['kind'] == event['kind']):
+            continue
+        shown = next(stamp for stamp, text in headlines if stamp >= event['t_ns'] and text.startswith(event['kind']))
+        assert shown - event['t_ns'] <= 50_000_000, (event, shown)
+        checked += 1
+    assert checked >= 2, events
 
 
 def test_robodata_replay_names_what_it_cannot_play(tmp_path: Path, capsys) -> None:
