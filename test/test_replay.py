@@ -231,3 +231,17 @@ def test_an_episode_folder_brings_its_events_and_says_when_it_has_none(tmp_path:
     assert 'replaying without events' in find_source(episode).notes[0]
     with pytest.raises(Exception, match='no such episode or bag'):
         find_source(tmp_path / 'nothing')
+
+
+def test_a_message_the_middleware_refuses_stops_the_replay_and_says_why(bag: Path) -> None:
+    replay = Replay(bag, ReplayOptions(rate=8.0))
+
+    def publish(topic, data) -> None:
+        if topic.topic == CAMERA:
+            raise RuntimeError('failed to publish: context invalid')
+
+    thread = threading.Thread(target=replay.play, args=(publish,))
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and replay.finished.is_set()
+    assert replay.error == f'{CAMERA}: cannot publish: RuntimeError: failed to publish: context invalid'

@@ -166,7 +166,8 @@ class PlayerNode(Node):
 
     def summary(self) -> str:
         sent = sum(self.replay.published.values())
-        return f'player: {sent} message(s) replayed on {len(self.replay.published)} topic(s)'
+        stopped = f'; stopped: {self.replay.error}' if self.replay.error else ''
+        return f'player: {sent} message(s) replayed on {len(self.replay.published)} topic(s){stopped}'
 
 
 def play(nodes: list[Node], executor: Any, stop: StopRequest, *, keys: bool = True) -> None:

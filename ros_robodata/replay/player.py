@@ -86,6 +86,7 @@ class Replay:
         self._lanes = (self._small, self._large)
         self._steps = 0
         self._stopping = False
+        self.error = ''  # why the replay stopped before its end, when it did
 
     # -- controls --------------------------------------------------------------------------------------------------
 
@@ -172,7 +173,12 @@ class Replay:
             due = self._wait_until_due(message, generation)
             lane.head_ns = None
             if due:
-                publish(self._by_topic[message.topic], message.data)
+                try:
+                    publish(self._by_topic[message.topic], message.data)
+                except Exception as err:  # whatever the middleware raises: the replay stops and says why
+                    self.error = f'{message.topic}: cannot publish: {type(err).__name__}: {err}'
+                    self.stop()
+                    return
                 self.published[message.topic] += 1
 
     def _wait_until_due(self, message: BagMessage, generation: int) -> bool:
