@@ -236,3 +236,16 @@ def test_robodata_replay_names_what_it_cannot_play(tmp_path: Path, capsys) -> No
     assert main(['replay', str(bag), '--topics', '/jointstates', '--no-overlay']) == 1
     err = capsys.readouterr().err
     assert 'no topic /jointstates in this bag' in err and len(err.strip().splitlines()) == 1
+
+
+def test_nodes_that_publish_frames_take_the_rig_dds_profile_unless_one_is_named() -> None:
+    from ros_robodata.nodes.common import use_rig_transport
+
+    env: dict[str, str] = {}
+    path = use_rig_transport(env)
+    assert path is not None and path.endswith('config/dds/fastdds_rig.xml') and Path(path).is_file()
+    assert env == {'FASTRTPS_DEFAULT_PROFILES_FILE': path, 'FASTDDS_DEFAULT_PROFILES_FILE': path}
+    own = {'FASTRTPS_DEFAULT_PROFILES_FILE': '/etc/my_dds.xml'}
+    assert use_rig_transport(own) is None and own == {'FASTRTPS_DEFAULT_PROFILES_FILE': '/etc/my_dds.xml'}
+    cyclone = {'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}
+    assert use_rig_transport(cyclone) is None and 'FASTRTPS_DEFAULT_PROFILES_FILE' not in cyclone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -18,6 +19,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.paths import config_path
+from ros_robodata.record.host_check import PROFILE_ENV, RIG_PROFILE
 
 
 def declare(node: Node, name: str, default: Any, description: str, *, read_only: bool = True) -> Any:
@@ -91,6 +94,25 @@ class TopicDiscovery:
             self._subscribe(topic, spec, qos, message_class(spec.type))
         if not self.pending and self._timer is not None:
             self._timer.cancel()
+
+
+def use_rig_transport(environ: dict[str, str] | None = None) -> str | None:
+    """For a node that publishes camera frames (the player, the overlay): the publisher's side decides whether a VGA
+    frame (and the small messages queued behind it) gets through, and Fast DDS's default 512 KiB shared-memory
+    segment cannot hold one (bench/README: record_throughput, replay_timing). So such a node takes
+    config/dds/fastdds_rig.xml for its own participant, unless a profile was named already or another RMW is in
+    use. Call it before rclpy.init(); returns the profile used, or None."""
+    env = os.environ if environ is None else environ
+    if any(env.get(name) for name in PROFILE_ENV) or \
+            not env.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    try:
+        path = str(config_path(RIG_PROFILE))
+    except RobodataError:
+        return None
+    for name in PROFILE_ENV:
+        env[name] = path
+    return path
 
 
 def make_executor(fast: bool = True) -> Any:

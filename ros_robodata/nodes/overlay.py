@@ -32,7 +32,7 @@ from ros_robodata.bag.image import decode_image
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.msg import EpisodeEvent, QualityStatus, SegmentEvent
-from ros_robodata.nodes.common import TopicDiscovery, declare, run_node
+from ros_robodata.nodes.common import TopicDiscovery, declare, run_node, use_rig_transport
 from ros_robodata.paths import config_path
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.findings import ERROR, WARN
@@ -255,6 +255,7 @@ def _ns(stamp: Any) -> int:
 
 
 def main(args: list[str] | None = None) -> int:
+    use_rig_transport()  # it publishes annotated camera frames
     return run_node(lambda: OverlayNode(), args if args is not None else sys.argv)
 
 

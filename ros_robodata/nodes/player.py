@@ -25,9 +25,7 @@ from rosgraph_msgs.msg import Clock
 from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
-from ros_robodata.nodes.common import StopRequest, declare, message_class, run_nodes
-from ros_robodata.paths import config_path
-from ros_robodata.record.host_check import PROFILE_ENV, RIG_PROFILE
+from ros_robodata.nodes.common import StopRequest, declare, message_class, run_nodes, use_rig_transport
 from ros_robodata.replay.keys import HELP, press, split_keys, status_line
 from ros_robodata.replay.plan import PlayedTopic
 from ros_robodata.replay.player import Replay, ReplayOptions
@@ -206,24 +204,6 @@ def _typed(fd: int) -> str:
 
     ready, _, _ = select.select([fd], [], [], 0)
     return os.read(fd, 64).decode('utf-8', errors='replace') if ready else ''
-
-
-def use_rig_transport(environ: dict[str, str] | None = None) -> str | None:
-    """The player publishes the frames, and the publisher's side decides whether a VGA frame (and the joint states
-    queued behind it) gets through: Fast DDS's default 512 KiB shared-memory segment cannot hold one (bench/README,
-    record_throughput and replay_timing). So the player takes config/dds/fastdds_rig.xml for its own participant,
-    unless a profile was named already or another RMW is in use. Returns the profile used, or None."""
-    env = os.environ if environ is None else environ
-    if any(env.get(name) for name in PROFILE_ENV) or \
-            not env.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
-        return None
-    try:
-        path = str(config_path(RIG_PROFILE))
-    except RobodataError:
-        return None
-    for name in PROFILE_ENV:
-        env[name] = path
-    return path
 
 
 def run_player(parameters: list[Parameter], *, overlay: list[str] | None = None, keys: bool = True,
