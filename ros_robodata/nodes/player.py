@@ -10,6 +10,7 @@ episode's events.json. With `clock` > 0 it publishes /clock for nodes on use_sim
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -200,8 +201,6 @@ def play(nodes: list[Node], executor: Any, stop: StopRequest, *, keys: bool = Tr
 
 
 def _typed(fd: int) -> str:
-    import select
-
     ready, _, _ = select.select([fd], [], [], 0)
     return os.read(fd, 64).decode('utf-8', errors='replace') if ready else ''
 
