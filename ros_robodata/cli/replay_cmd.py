@@ -66,14 +66,19 @@ def episode_folder(target: str, episode: str | None) -> Path:
     return path
 
 
+def _episode_of(folder: Path) -> Path | None:
+    """The episode folder a replay target belongs to (itself, or the episode of its bag/ folder); None for a bag."""
+    episode = folder.parent if folder.name == 'bag' else folder
+    return episode if (episode / 'episode.yaml').is_file() else None
+
+
 def _profile_file(folder: Path, given: str | None, scratch: Path) -> str | None:
     """The overlay's profile: --profile, else the snapshot of the dataset the episode belongs to (written to a
     scratch file, never into the dataset); None for a bag on its own."""
     if given:
         return given
-    root = folder.resolve().parent.parent if (folder / 'episode.yaml').is_file() else None
-    if folder.name == 'bag' and (folder.parent / 'episode.yaml').is_file():
-        root = folder.resolve().parent.parent.parent
+    episode = _episode_of(folder)
+    root = episode.resolve().parent.parent if episode is not None else None
     if root is None or not is_dataset(root) or not Dataset.open(root).has_profile:
         return None
     path = scratch / 'profile.yaml'
@@ -92,8 +97,8 @@ def player_parameters(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 
 def overlay_parameters(args: argparse.Namespace, folder: Path, profile: str) -> dict[str, Any]:
     """The overlay node's parameters: the episode whose sidecars it draws ('' for a bag on its own)."""
-    episode = folder.parent if folder.name == 'bag' else folder
-    return {'profile': profile, 'episode': str(episode) if (episode / 'episode.yaml').is_file() else '',
+    episode = _episode_of(folder)
+    return {'profile': profile, 'episode': str(episode) if episode is not None else '',
             'taxonomy': args.taxonomy, 'frames': os.pathsep.join(args.frames) if args.frames else None}
 
 
