@@ -12,7 +12,7 @@ from ros_robodata.profile import load_profile
 from test.ros_rig import PROFILE, new_domain, ros_env
 
 
-def robodata(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def robodata(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
