@@ -186,6 +186,37 @@ def run_bare(seconds: float, load: list[str]) -> dict:
             'latency_ms_max': result['latency_ms_max'], 'publisher_late_ms': publish_load.max_late_ms}  # type: ignore[attr-defined]
 
 
+def pooled(runs: list[dict]) -> dict:
+    """Several runs of one side as one: counts summed per topic, CPU and latency the mean and the worst."""
+    if len(runs) == 1:
+        return runs[0]
+    out = dict(runs[-1])
+    for key in ('published', 'received'):
+        out[key] = {}
+        for run in runs:
+            for topic, n in run[key].items():
+                out[key][topic] = out[key].get(topic, 0) + n
+    out['cpu_pct'] = sum(r['cpu_pct'] for r in runs) / len(runs)
+    out['peak_rss_mb'] = max(r['peak_rss_mb'] for r in runs)
+    out['publisher_late_ms'] = max(r['publisher_late_ms'] for r in runs)
+    if 'loss' in out:
+        loss = {'missing_by_stamp': sum(r['loss']['missing_by_stamp'] for r in runs),
+                'dropped_by_recorder': sum(r['loss']['dropped_by_recorder'] for r in runs), 'topics': {}}
+        for run in runs:
+            for topic, t in run['loss']['topics'].items():
+                worst = loss['topics'].setdefault(topic, {'latency_ms_max': 0.0})
+                worst['latency_ms_max'] = max(worst['latency_ms_max'], t.get('latency_ms_max') or 0.0)
+        out['loss'] = loss
+        out['stop_s'] = max(r['stop_s'] for r in runs)
+        out['bag_mb'] = sum(r['bag_mb'] for r in runs) / len(runs)
+    else:
+        out['latency_ms_max'] = {}
+        for run in runs:
+            for topic, ms in run['latency_ms_max'].items():
+                out['latency_ms_max'][topic] = max(out['latency_ms_max'].get(topic, 0.0), ms)
+    return out
+
+
 def report(name: str, rec: dict, bare: dict) -> dict:
     print(f'\n== {name} load ==')
     print(f'{"topic":28} {"published":>10} {"recorded":>10} {"rec lost":>9} {"bare pub":>9} {"bare got":>9} '
@@ -247,6 +278,9 @@ def main() -> int:
                         '(e.g. config/dds/fastdds_rig.xml)')
     parser.add_argument('--publisher-dds-profile', help="Fast DDS XML profile for the rig's publisher (what a driver "
                         'would be started with)')
+    parser.add_argument('--trials', type=int, default=1,
+                        help='recorder and bare subscriber runs per phase, in alternating order; the summary pools '
+                             'their counts (transport loss on a shared machine varies by about a point between runs)')
     args = parser.parse_args()
     global DDS_PROFILE, PUBLISHER_DDS_PROFILE
     DDS_PROFILE = str(Path(args.dds_profile).resolve()) if args.dds_profile else None
@@ -270,11 +304,22 @@ def main() -> int:
             if name not in args.phases.split(','):
                 continue
             DDS_PROFILE, PUBLISHER_DDS_PROFILE = (recommended, recommended) if name == 'tuned' else given
-            print(f'[{name}] {command} ...', flush=True)
-            rec = run_recorder(args.seconds, load, Path(tmp), command)
-            print(f'[{name}] bare subscriber ...', flush=True)
-            bare = run_bare(args.seconds, load)
-            results[name] = report(name, rec, bare)
+            recs, bares = [], []
+            for trial in range(args.trials):
+                # Alternate who goes first: a machine that grows busier over a phase must not favour one side.
+                order = ('recorder', 'bare') if trial % 2 == 0 else ('bare', 'recorder')
+                for side in order:
+                    print(f'[{name}] trial {trial + 1}/{args.trials}: '
+                          f'{command if side == "recorder" else "bare subscriber"} ...', flush=True)
+                    if side == 'recorder':
+                        recs.append(run_recorder(args.seconds, load, Path(tmp), command))
+                    else:
+                        bares.append(run_bare(args.seconds, load))
+            if args.trials > 1:
+                for trial, (rec, bare) in enumerate(zip(recs, bares, strict=True)):
+                    results[f'{name} trial {trial + 1}'] = report(f'{name} trial {trial + 1}', rec, bare)
+            results[name] = report(name if args.trials == 1 else f'{name}, {args.trials} trials pooled',
+                                   pooled(recs), pooled(bares))
     if busy is not None:
         busy.kill()
         busy.wait()
