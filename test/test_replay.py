@@ -245,3 +245,16 @@ def test_a_message_the_middleware_refuses_stops_the_replay_and_says_why(bag: Pat
     thread.join(timeout=10)
     assert not thread.is_alive() and replay.finished.is_set()
     assert replay.error == f'{CAMERA}: cannot publish: RuntimeError: failed to publish: context invalid'
+
+
+def test_a_topic_left_out_is_neither_read_nor_counted_and_the_rest_plays(bag: Path) -> None:
+    """What the player node does with a topic whose type is not installed here."""
+    replay = Replay(bag, ReplayOptions(rate=1000.0))
+    replay.leave_out(CAMERA)
+    got, thread = _play_in_thread(replay)
+    thread.join(10)
+    assert not thread.is_alive() and replay.error == ''
+    with BagReader(bag) as reader:
+        expected = [m.topic for m in reader.messages() if m.topic != CAMERA]
+    assert sorted(t for t, _ in got) == sorted(expected) and CAMERA not in replay.published
+    assert sum(replay.published.values()) == len(expected)

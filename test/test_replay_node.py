@@ -249,3 +249,57 @@ def test_nodes_that_publish_frames_take_the_rig_dds_profile_unless_one_is_named(
     assert use_rig_transport(own) is None and own == {'FASTRTPS_DEFAULT_PROFILES_FILE': '/etc/my_dds.xml'}
     cyclone = {'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}
     assert use_rig_transport(cyclone) is None and 'FASTRTPS_DEFAULT_PROFILES_FILE' not in cyclone
+
+
+def test_bags_ros2_bag_record_wrote_replay_and_types_not_installed_here_are_named(tmp_path: Path) -> None:
+    """Bags from rosbag2 itself: a talker recorded by `ros2 bag record` (sqlite3, metadata version 4) reaches a
+    bare subscriber with its recorded bytes; a bag of test_msgs types that only its schemas define (not installed
+    here) is named topic by topic and the player exits with one line (it used to die in its publishing thread
+    and hang)."""
+    import shutil
+
+    from std_msgs.msg import String
+
+    from test.real_data import real_data
+
+    talker = tmp_path / 'talker'
+    shutil.copytree(real_data('rosbag2/sqlite3/talker'), talker)
+    recorded = _recorded(talker)
+    domain, log = new_domain(), tmp_path / 'talker.log'
+    player = _start_player(domain, talker, log, '-p', 'paused:=true')
+    try:
+        with client(domain) as c:
+            got: list[bytes] = []
+            sub = c.node.create_subscription(String, '/topic', lambda data: got.append(bytes(data)),
+                                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), raw=True)
+            deadline = time.monotonic() + 30
+            while sub.get_publisher_count() < 1:
+                assert player.poll() is None and time.monotonic() < deadline, log.read_text()
+                c.spin_for(0.1)
+            c.spin_for(0.5)
+            from std_srvs.srv import Trigger
+
+            assert c.call(Trigger, '/player/resume').success
+            while player.poll() is None and time.monotonic() < deadline + 30:
+                c.spin_for(0.1)
+            c.spin_for(0.3)
+    finally:
+        stop_process(player)
+    assert player.returncode == 0, log.read_text()
+    assert [_unpadded(d) for d in got] == [_unpadded(d) for d in recorded['/topic']] and len(got) == 10
+    assert 'player: 20 message(s) replayed on 2 topic(s)' in log.read_text()
+
+    custom = tmp_path / 'convert_b'
+    shutil.copytree(real_data('rosbag2/mcap/convert_b'), custom)
+    domain, log = new_domain(), tmp_path / 'custom.log'
+    player = _start_player(domain, custom, log)
+    try:
+        player.wait(30)
+    finally:
+        stop_process(player)
+    text = log.read_text()
+    assert player.returncode == 1, text
+    for topic, msgtype in (('a_empty', 'test_msgs/msg/Empty'), ('c_strings', 'test_msgs/msg/Strings')):
+        assert f'{topic}: its type {msgtype} is not installed here' in text, text
+    assert ('no topic of this bag can be published here: a_empty (test_msgs/msg/Empty), c_strings '
+            '(test_msgs/msg/Strings)') in text and 'Traceback' not in text, text

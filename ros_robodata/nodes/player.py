@@ -66,8 +66,11 @@ class PlayerNode(Node):
             self.get_logger().warning(note)
         self.replay = Replay(self.source.bag, options, events_ns=self.source.events_ns)
         self._played: dict[str, Any] = {}
-        for topic in self.replay.topics:
-            self._advertise(topic)
+        missing = [topic for topic in list(self.replay.topics) if not self._advertise(topic)]
+        if not self._played:
+            raise RobodataError(f'{self.source.bag}: no topic of this bag can be published here: '
+                                + ', '.join(f'{t.topic} ({t.msgtype})' for t in missing)
+                                + ' (install the packages that define these types)')
         self._serve()
         if clock_hz < 0:
             raise RobodataError(f'parameter `clock` must be >= 0 Hz, got {clock_hz:g}')
@@ -79,18 +82,20 @@ class PlayerNode(Node):
         self.get_logger().info(f'replaying {self.source.bag}: {len(self._played)} topic(s), {span:.2f} s'
                                f'{", paused" if options.paused else ""}')
 
-    def _advertise(self, topic: PlayedTopic) -> None:
+    def _advertise(self, topic: PlayedTopic) -> bool:
+        """A publisher for `topic` as it was recorded; False (and the topic left out) when its type is not here."""
         cls = message_class(topic.msgtype)
         if cls is None:
             self.get_logger().warning(f'{topic.topic}: its type {topic.msgtype} is not installed here, so it is not '
                                       'replayed (install the package that defines it)')
-            self.replay.published.pop(topic.topic, None)
-            return
+            self.replay.leave_out(topic.topic)
+            return False
         qos = QoSProfile(
             depth=topic.depth, history=HistoryPolicy.KEEP_LAST,
             reliability=ReliabilityPolicy.RELIABLE if topic.reliable else ReliabilityPolicy.BEST_EFFORT,
             durability=DurabilityPolicy.TRANSIENT_LOCAL if topic.transient_local else DurabilityPolicy.VOLATILE)
         self._played[topic.topic] = self.create_publisher(cls, topic.published_as, qos)
+        return True
 
     def _serve(self) -> None:
         replay, clock = self.replay, self.replay.clock
@@ -166,7 +171,8 @@ class PlayerNode(Node):
     def summary(self) -> str:
         sent = sum(self.replay.published.values())
         stopped = f'; stopped: {self.replay.error}' if self.replay.error else ''
-        return f'player: {sent} message(s) replayed on {len(self.replay.published)} topic(s){stopped}'
+        topics = sum(1 for n in self.replay.published.values() if n)  # a topic the bag declares but never wrote
+        return f'player: {sent} message(s) replayed on {topics} topic(s){stopped}'
 
 
 def play(nodes: list[Node], executor: Any, stop: StopRequest, *, keys: bool = True) -> None:

@@ -88,6 +88,15 @@ class Replay:
         self._stopping = False
         self.error = ''  # why the replay stopped before its end, when it did
 
+    def leave_out(self, topic: str) -> None:
+        """Do not read or publish `topic` (its type cannot be published here); before play() only."""
+        self.topics = [t for t in self.topics if t.topic != topic]
+        self.published.pop(topic, None)
+        self._by_topic.pop(topic, None)
+        self._latched = [t for t in self._latched if t != topic]
+        if not self._by_topic:
+            self.reader.close()
+
     # -- controls --------------------------------------------------------------------------------------------------
 
     def stop(self) -> None:
