@@ -304,3 +304,48 @@ def test_disk_full_closes_the_episode_incomplete_and_keeps_everything_before(tmp
     report = repair_episode(dataset, second)
     assert report['messages'] > 0
     assert dataset.verify() == []
+
+
+def test_intake_never_waits_for_a_stalled_writer_and_what_it_turns_away_is_counted_lost(tmp_path):
+    """The node's recorder (the writer in a child process): while the child cannot run (here SIGSTOP; on a rig, a
+    busy computer and its lower priority), handing a message on returns at once; once more than queue_max_bytes
+    wait, further messages are turned away and show up as dropped_by_recorder in the episode's loss."""
+    import os
+    import signal
+
+    from ros_robodata.record.writer_process import RecorderProcess
+
+    dataset = Dataset.create(tmp_path / 'ds', profile=PROFILE)
+    settings = RecorderSettings.from_profile(PROFILE, task='pick', operator='ana', min_episode_s=0.0,
+                                             pre_roll_s=0.0, queue_max_bytes=4 << 20)
+    rec = RecorderProcess(dataset.root, settings)
+    frame = bytes(1 << 20)  # a camera frame's worth: the pipe holds 64 KiB
+    try:
+        rec.add_topic('/chatter', 'std_msgs/msg/String')
+        rec.add_topic('/frames', 'std_msgs/msg/String')  # any payload: the bag stores bytes
+        episode_id = rec.request_start()
+        time.sleep(0.5)  # the start has reached the child
+        os.kill(rec._process.pid, signal.SIGSTOP)
+        try:
+            handed = threading.Thread(target=lambda: [rec.on_message('/frames', string_msg('f') + frame, i)
+                                                      for i in range(10)])
+            handed.start()
+            handed.join(5.0)
+            assert not handed.is_alive(), 'handing a message on waited for the stopped writer'
+        finally:
+            os.kill(rec._process.pid, signal.SIGCONT)
+        for i in range(5):
+            rec.on_message('/chatter', string_msg(f'after {i}'), 100 + i)
+        rec.request_stop()
+        deadline = time.monotonic() + 20
+        while dataset.episode(episode_id).status == 'recording':
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        rec.close()
+    episode = Dataset.open(dataset.root).episode(episode_id)
+    kept = episode.topics['/frames']['count']
+    dropped = episode.loss['topics']['/frames']['dropped_by_recorder']
+    assert 3 <= kept <= 4 and kept + dropped == 10  # about 4 MiB waited; the rest was turned away and counted
+    assert episode.loss['total_lost'] >= dropped
+    assert bag_strings(dataset, episode_id, '/chatter') == [f'after {i}' for i in range(5)]

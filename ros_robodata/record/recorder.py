@@ -155,6 +155,11 @@ class EpisodeRecorder:
         self._enqueued_bytes += size
         self._queue.put((topic, t_ns, data))
 
+    def count_dropped(self, topic: str, count: int) -> None:
+        """`count` messages of `topic` never reached this recorder (the node's outbox was full): they count as
+        dropped by the recorder, as the ones its own queue turns away."""
+        self._dropped[topic] = self._dropped.get(topic, 0) + count
+
     def start(self, task: str = '', operator: str = '', mode: str = '') -> Episode:
         """Start an episode and wait until its pre-roll is written; returns it."""
         return self._call(self._start, self._begin(), task, operator, mode, self._clock_ns())

@@ -5,10 +5,16 @@ bags share the GIL: every callback can wait for it, and under camera load intake
 seconds. Here the ROS process only forwards each message's CDR bytes through a pipe (a write that
 releases the GIL); the child runs EpisodeRecorder, whose transitions, warnings and status come back.
 Commands travel the same pipe as messages, so start/stop still cut the stream exactly.
+
+The pipe holds 64 KiB, less than one VGA frame: writing a frame waits until the child has read it, and the
+child runs at a lower priority. On a busy computer that wait held the DDS callback for tens of milliseconds,
+longer than a driver's history of 10 at 500 Hz lasts, and the driver's messages were lost. So the callback only
+appends to an outbox; a sender thread of the ROS process moves the outbox into the pipe, in order.
 """
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
 import pickle
@@ -27,6 +33,8 @@ from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Tran
 
 _MESSAGE = b'M'
 _COMMAND = b'C'
+_DROPPED = b'D'  # messages the outbox had no room for: topic index, count
+_DROPPED_FRAME = struct.Struct('<cHq')
 _HEADER = struct.Struct('<cHq')  # kind, topic index, receive time (ns)
 _REPLY_TIMEOUT_S = 30.0
 # The writer yields the CPU to intake: when the rig's computer is busy, the ROS process that takes
@@ -73,6 +81,17 @@ class RecorderProcess:
         self._next_id = 0
         self._snapshot: dict[str, Any] | None = None
         self._closed = False
+        # What the callbacks hand on, in order: (topic index, receive ns, CDR bytes) or (command frame, future).
+        self._outbox: collections.deque[tuple[Any, Any, Any]] = collections.deque()
+        # Bytes waiting: handed on (written by the intake callback alone) minus sent (by the sender alone).
+        self._handed_bytes = self._sent_bytes = 0
+        self._outbox_max = settings.queue_max_bytes
+        self._dropped: dict[int, int] = {}  # topic index -> messages not taken (written by the callback alone)
+        self._dropped_told: dict[int, int] = {}  # how many of those the child has been told of (by the sender)
+        self._wake = threading.Event()
+        self._broken: BaseException | None = None
+        self._sender = threading.Thread(target=self._send_outbox, name='episode-writer-sender', daemon=True)
+        self._sender.start()
         self._listener = threading.Thread(target=self._listen, name='episode-writer-replies', daemon=True)
         self._listener.start()
         self._command('ready')  # the child is up and has opened the dataset (raises its error if not)
@@ -91,15 +110,52 @@ class RecorderProcess:
         self._topics[topic] = len(self._topics)
 
     def on_message(self, topic: str, data: bytes | memoryview, t_ns: int) -> None:
-        """Forward one message; blocks only while the pipe is full (DDS keeps 5 s meanwhile)."""
+        """Hand one message on; never blocks. Past `queue_max_bytes` waiting, it is counted as dropped."""
         if self._closed:
             return
         index = self._topics.get(topic)
         if index is None:
             return
-        frame = _HEADER.pack(_MESSAGE, index, t_ns) + data
-        with self._send_lock:
-            self._out.send_bytes(frame)
+        size = len(data)
+        if self._handed_bytes - self._sent_bytes + size > self._outbox_max:
+            self._dropped[index] = self._dropped.get(index, 0) + 1
+            return
+        self._handed_bytes += size
+        self._outbox.append((index, t_ns, data))
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _send_outbox(self) -> None:
+        """The only writer of the pipe: messages and commands in the order they were handed on."""
+        outbox, out = self._outbox, self._out
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while outbox:
+                first, second, third = outbox.popleft()
+                try:
+                    if third is None:  # a command: (frame, future, None); None, None: the sender ends
+                        if first is None:
+                            return
+                        self._send_dropped(out)
+                        out.send_bytes(first)
+                        continue
+                    self._sent_bytes += len(third)
+                    if self._broken is None:
+                        if self._dropped != self._dropped_told:
+                            self._send_dropped(out)
+                        out.send_bytes(_HEADER.pack(_MESSAGE, first, second) + third)
+                except (OSError, ValueError) as err:  # the child is gone: commands fail, messages go nowhere
+                    self._broken = err
+                    if third is None and not second.done():
+                        second.set_exception(RecorderError(f'the episode writer process is gone: {err}'))
+
+    def _send_dropped(self, out: Any) -> None:
+        for index, count in list(self._dropped.items()):
+            told = self._dropped_told.get(index, 0)
+            if count > told:
+                out.send_bytes(_DROPPED_FRAME.pack(_DROPPED, index, count - told))
+                self._dropped_told[index] = count
 
     # -- commands ---------------------------------------------------------------------------------
 
@@ -126,18 +182,23 @@ class RecorderProcess:
             episode = self._command('close', status, timeout=timeout)
         finally:
             self._closed = True
+            self._outbox.append((None, None, None))
+            self._wake.set()
             self._process.join(timeout)
         return episode
 
     def _command(self, name: str, *args: Any, timeout: float = _REPLY_TIMEOUT_S) -> Any:
         if self._closed:
             raise RecorderError('the recorder is shut down')
+        if self._broken is not None:
+            raise RecorderError(f'the episode writer process is gone: {self._broken}')
         future: Future[Any] = Future()
-        with self._send_lock:
+        with self._send_lock:  # ids and the outbox in one order
             command_id = self._next_id
             self._next_id += 1
             self._pending[command_id] = future
-            self._out.send_bytes(_COMMAND + pickle.dumps((command_id, name, args, self._clock_ns())))
+            self._outbox.append((_COMMAND + pickle.dumps((command_id, name, args, self._clock_ns())), future, None))
+        self._wake.set()
         return future.result(timeout)
 
     def _listen(self) -> None:
@@ -205,6 +266,11 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
                     _, index, t_ns = _HEADER.unpack_from(frame)
                     now[0] = max(now[0], t_ns)
                     recorder.on_message(topics[index], memoryview(frame)[_HEADER.size:], t_ns)
+                continue
+            if frame[:1] == _DROPPED:
+                if recorder is not None:
+                    _, index, count = _DROPPED_FRAME.unpack_from(frame)
+                    recorder.count_dropped(topics[index], count)
                 continue
             command_id, name, args, now[0] = pickle.loads(frame[1:])
             try:
