@@ -271,9 +271,9 @@ def main() -> int:
                         help='publisher history depth (10: ros2_control and most camera drivers; 0: 2 s of history)')
     parser.add_argument('--publisher-qos', choices=('reliable', 'sensor'), default='reliable',
                         help='sensor: best effort, depth 5 (the sensor-data QoS of many drivers)')
-    parser.add_argument('--busy-core', action='store_true',
-                        help='another process keeps one core busy through every phase (the recorder and the bare '
-                             'subscriber alike)')
+    parser.add_argument('--busy-core', nargs='?', type=int, const=1, default=0, metavar='N',
+                        help='other processes keep N cores (1 when no N) busy through every phase (the recorder and '
+                             'the bare subscriber alike)')
     parser.add_argument('--dds-profile', help='Fast DDS XML profile for the recorder and the bare subscriber '
                         '(e.g. config/dds/fastdds_rig.xml)')
     parser.add_argument('--publisher-dds-profile', help="Fast DDS XML profile for the rig's publisher (what a driver "
@@ -292,8 +292,10 @@ def main() -> int:
         rig += ['--depth', str(args.publisher_depth)]
     depth = args.publisher_depth or (5 if args.publisher_qos == 'sensor' else '2 s of history')
     print(f'publishers: {args.publisher_qos}, depth {depth}'
-          f'{"; one core kept busy by another process" if args.busy_core else ""}', flush=True)
-    busy = subprocess.Popen([sys.executable, '-c', 'while True: pass']) if args.busy_core else None
+          f'{f"; {args.busy_core} core(s) kept busy by other processes" if args.busy_core else ""}', flush=True)
+    # A busy loop that ends with this script, however it ends (an orphan would skew every later run).
+    spin = 'import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass'
+    busy = [subprocess.Popen([sys.executable, '-c', spin]) for _ in range(args.busy_core)]
     saturating = [*rig, '--joint-hz', str(args.saturate_hz), '--wrench-hz', str(args.saturate_hz)]
     recommended = str(config_path(RIG_PROFILE))
     given = (DDS_PROFILE, PUBLISHER_DDS_PROFILE)
@@ -320,9 +322,9 @@ def main() -> int:
                     results[f'{name} trial {trial + 1}'] = report(f'{name} trial {trial + 1}', rec, bare)
             results[name] = report(name if args.trials == 1 else f'{name}, {args.trials} trials pooled',
                                    pooled(recs), pooled(bares))
-    if busy is not None:
-        busy.kill()
-        busy.wait()
+    for process in busy:
+        process.kill()
+        process.wait()
     print('\n== summary ==')
     for name, result in results.items():
         (small, small_bare), (large, large_bare) = result['lost_pct']['small'], result['lost_pct']['camera and LiDAR']
