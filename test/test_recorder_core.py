@@ -349,3 +349,27 @@ def test_intake_never_waits_for_a_stalled_writer_and_what_it_turns_away_is_count
     assert 3 <= kept <= 4 and kept + dropped == 10  # about 4 MiB waited; the rest was turned away and counted
     assert episode.loss['total_lost'] >= dropped
     assert bag_strings(dataset, episode_id, '/chatter') == [f'after {i}' for i in range(5)]
+
+
+def test_our_threads_yield_to_the_middleware_and_can_be_told_not_to(monkeypatch):
+    """lower_this_thread lowers only the calling thread (the middleware's threads, made earlier, keep theirs)."""
+    import os
+
+    from ros_robodata.record import priority
+
+    seen: dict[str, int] = {}
+
+    def lowered(name: str) -> None:
+        priority.lower_this_thread(priority.INTAKE_NICENESS)
+        seen[name] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    thread = threading.Thread(target=lowered, args=('intake',))
+    thread.start()
+    thread.join()
+    assert seen['intake'] == min(19, priority.BASE + priority.INTAKE_NICENESS)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == priority.BASE  # this thread untouched
+    monkeypatch.setenv(priority.NICENESS_ENV, 'off')
+    thread = threading.Thread(target=lowered, args=('off',))
+    thread.start()
+    thread.join()
+    assert seen['off'] == priority.BASE

@@ -30,6 +30,7 @@ from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_nod
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.episode import score_of
 from ros_robodata.quality.live import LiveQuality, Status
+from ros_robodata.record.priority import ANALYSIS_NICENESS, lower_this_thread
 
 QUALITY_TOPIC = '/robodata/quality'
 MARKERS_TOPIC = '/robodata/quality_markers'
@@ -108,6 +109,9 @@ class QualityMonitorNode(Node):
         return receive
 
     def _frame_worker(self) -> None:
+        # Decoding and judging frames is the heaviest work here, and may skip frames when behind: it yields the
+        # CPU to every intake, this node's and a recorder's beside it.
+        lower_this_thread(ANALYSIS_NICENESS)
         while self._running:
             try:
                 topic, data, msgclass, received = self._frames.get(timeout=0.5)

@@ -28,6 +28,7 @@ from ros_robodata.profile import load_profile
 from ros_robodata.profile.schema import IMAGE
 from ros_robodata.quality.timing import silence
 from ros_robodata.record.host_check import check_host, frame_loss_advice
+from ros_robodata.record.priority import INTAKE_NICENESS, lower_this_thread
 from ros_robodata.record.recorder import RecorderSettings, Transition
 from ros_robodata.record.writer_process import RecorderProcess
 from ros_robodata.srv import SetOutcome, StartEpisode
@@ -263,7 +264,13 @@ def main(args: list[str] | None = None) -> int:
     # The executor shares the GIL with the threads relaying the writer process's replies; keep their
     # turns short so a callback never waits long for it.
     sys.setswitchinterval(0.0005)
-    return run_node(RecorderNode, args, on_shutdown=_shutdown, after_start=_quiet_gc)
+    return run_node(RecorderNode, args, on_shutdown=_shutdown, after_start=_started)
+
+
+def _started(node: RecorderNode) -> None:
+    _quiet_gc(node)
+    # The middleware's threads exist now and keep their priority; this thread (the executor) goes below them.
+    lower_this_thread(INTAKE_NICENESS)
 
 
 def _quiet_gc(_node: RecorderNode) -> None:

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.node import Node
@@ -24,6 +25,7 @@ from ros_robodata.nodes.common import run_nodes
 from ros_robodata.nodes.quality_monitor import QualityMonitorNode
 from ros_robodata.nodes.recorder import RecorderNode
 from ros_robodata.nodes.segmenter import SegmenterNode
+from ros_robodata.record.priority import ANALYSIS_NICENESS, INTAKE_NICENESS, lower_this_thread
 
 
 def parameters(**values: Any) -> list[Parameter]:
@@ -45,6 +47,7 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
     def started(nodes: list[Node]) -> None:
         _quiet_gc(nodes)
         analysis.start()  # once the recorder is up: a profile it refuses starts nothing
+        lower_this_thread(INTAKE_NICENESS)  # the executor below the middleware's threads, which exist now
 
     def shutdown(nodes: list[Node], reason: str) -> None:
         _close_episode(nodes, reason)
@@ -57,7 +60,8 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
 
 
 def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False, segment: bool = True,
-                monitor: bool = True, name: str = 'robodata monitor') -> int:
+                monitor: bool = True, name: str = 'robodata monitor',
+                after_start: Callable[[list[Node]], None] | None = None) -> int:
     """The segmenter and the quality monitor next to a recorder or a bag replay (monitor.launch.xml)."""
     makers = []
     if segment:
@@ -65,7 +69,7 @@ def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False
     if monitor:
         makers.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile, images=images,
                                                                              use_sim_time=use_sim_time)))
-    return run_nodes(makers, [name])
+    return run_nodes(makers, [name], after_start=after_start)
 
 
 class _Analysis:
@@ -118,8 +122,10 @@ def _analysis_main(profile: str, segment: bool, monitor: bool, use_sim_time: boo
 
     threading.Thread(target=orphaned, daemon=True).start()
     sys.setswitchinterval(0.0005)
+    # Live events and checks can wait, the recorder's intake cannot: the Python side goes below it once the
+    # middleware's threads exist (they keep their priority, so the monitor loses no more than the recorder).
     sys.exit(run_monitor(profile, segment=segment, monitor=monitor, use_sim_time=use_sim_time,
-                         name='robodata session'))
+                         name='robodata session', after_start=lambda _nodes: lower_this_thread(ANALYSIS_NICENESS)))
 
 
 def _close_episode(nodes: list[Node], reason: str) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
-import os
 import pickle
 import signal
 import struct
@@ -29,6 +28,7 @@ from typing import Any
 
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import RecorderError, RobodataError
+from ros_robodata.record.priority import INTAKE_NICENESS, WRITER_NICENESS, lower_this_thread
 from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
 
 _MESSAGE = b'M'
@@ -37,19 +37,6 @@ _DROPPED = b'D'  # messages the outbox had no room for: topic index, count
 _DROPPED_FRAME = struct.Struct('<cHq')
 _HEADER = struct.Struct('<cHq')  # kind, topic index, receive time (ns)
 _REPLY_TIMEOUT_S = 30.0
-# The writer yields the CPU to intake: when the rig's computer is busy, the ROS process that takes
-# messages from DDS must win the free core, and the writer catches up from its queue afterwards.
-WRITER_NICENESS = 5
-NICENESS_ENV = 'ROBODATA_WRITER_NICENESS'  # 0 gives the writer the same priority (for measuring)
-
-
-def writer_niceness() -> int:
-    """How much lower the writer process runs than the ROS process (ROBODATA_WRITER_NICENESS, else 5)."""
-    value = os.environ.get(NICENESS_ENV, '').strip()
-    try:
-        return max(0, min(19, int(value))) if value else WRITER_NICENESS
-    except ValueError:
-        return WRITER_NICENESS
 
 
 class RecorderProcess:
@@ -127,6 +114,7 @@ class RecorderProcess:
 
     def _send_outbox(self) -> None:
         """The only writer of the pipe: messages and commands in the order they were handed on."""
+        lower_this_thread(INTAKE_NICENESS)
         outbox, out = self._outbox, self._out
         while True:
             self._wake.wait()
@@ -202,6 +190,7 @@ class RecorderProcess:
         return future.result(timeout)
 
     def _listen(self) -> None:
+        lower_this_thread(INTAKE_NICENESS)
         while True:
             try:
                 kind, *payload = self._in.recv()
@@ -231,7 +220,8 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
     # Ctrl-C reaches the whole process group; the ROS process decides how the episode ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    os.nice(writer_niceness())  # raising niceness needs no privilege
+    # The writer yields the CPU to intake: on a busy computer it catches up from its queue afterwards.
+    lower_this_thread(WRITER_NICENESS)
     out_lock = threading.Lock()
 
     def send(item: tuple[Any, ...]) -> None:
