@@ -1,4 +1,4 @@
-"""`robodata session`: recorder, segmenter and quality monitor for a rig (session.launch.xml)."""
+"""`robodata session`: recorder, segmenter and quality monitor for a rig, in one process (session.launch.xml)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ros_robodata.cli.ros import require_ros
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         'session', help='run the recorder, the live segmenter and the quality monitor together for a rig',
-        description='Run the recorder node, and the segmenter and quality_monitor nodes in a second process (what '
+        description='Run the recorder, segmenter and quality_monitor nodes in one process (what '
                     'launch/session.launch.xml starts as separate processes). Drive episodes with `robodata keys`, '
                     'which also shows the live quality; segment events go to /robodata/events and into each '
                     'episode bag. Ctrl-C closes a running episode as interrupted.')
