@@ -281,8 +281,15 @@ def main() -> int:
     parser.add_argument('--trials', type=int, default=1,
                         help='recorder and bare subscriber runs per phase, in alternating order; the summary pools '
                              'their counts (transport loss on a shared machine varies by about a point between runs)')
+    parser.add_argument('--compression', choices=('profile', 'zstd', 'none'), default='profile',
+                        help="the recorder's chunk compression (profile: bench/rig_profile.yaml's, zstd)")
     args = parser.parse_args()
-    global DDS_PROFILE, PUBLISHER_DDS_PROFILE
+    global DDS_PROFILE, PUBLISHER_DDS_PROFILE, PROFILE
+    if args.compression != 'profile':  # the same rig profile with another recording.compression
+        text = PROFILE.read_text().replace('compression: zstd', f'compression: {args.compression}')
+        changed = Path(tempfile.mkdtemp(prefix='robodata_bench_profile_')) / 'rig_profile.yaml'
+        changed.write_text(text)
+        PROFILE = changed
     DDS_PROFILE = str(Path(args.dds_profile).resolve()) if args.dds_profile else None
     PUBLISHER_DDS_PROFILE = str(Path(args.publisher_dds_profile).resolve()) if args.publisher_dds_profile else None
     rig = ['--cameras', '3']

@@ -352,3 +352,35 @@ def test_not_a_bag_is_one_line_bag_error(tmp_path, make, says):
         BagReader(target)
     message = str(err.value)
     assert says in message and str(target) in message and '\n' not in message
+
+
+def test_chunks_stored_uncompressed_while_behind_read_everywhere(tmp_path):
+    """A recorder behind on a busy computer stores chunks uncompressed until it catches up: one bag then holds
+    zstd and plain chunks, which every reader (ours, rosbags', the independent mcap library) reads whole."""
+    from mcap.records import Chunk
+    from mcap.stream_reader import StreamReader
+
+    calls = [0]
+
+    def compress_now() -> bool:  # every other chunk, as a writer falling behind and catching up would
+        calls[0] += 1
+        return calls[0] % 2 == 1
+
+    path = tmp_path / 'bag'
+    with BagWriter(path, compress_now=compress_now) as bag:
+        bag.add_topic('/chatter', 'std_msgs/msg/String')
+        for i in range(40):
+            bag.write_message('/chatter', 1_000_000_000 + i, T['std_msgs/msg/String'](data=f'message {i} ' * 50))
+            if i % 10 == 9:
+                bag.flush()  # a chunk every 10 messages
+    assert bag.chunks_compressed >= 2 and bag.chunks_uncompressed >= 2
+    mcap_file = next(path.glob('*.mcap'))
+    with mcap_file.open('rb') as f:
+        kinds = [r.compression for r in StreamReader(f, emit_chunks=True).records if isinstance(r, Chunk)]
+    assert set(kinds) == {'zstd', ''}
+    with mcap_file.open('rb') as f:
+        theirs = [m.data for _s, _c, _raw, m in make_reader(f, decoder_factories=[DecoderFactory()])
+                  .iter_decoded_messages()]
+    with BagReader(path) as reader:
+        ours = [m.data for _, m in reader.read(['/chatter'])]
+    assert ours == theirs == [f'message {i} ' * 50 for i in range(40)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import threading
 import time
@@ -373,3 +374,26 @@ def test_our_threads_yield_to_the_middleware_and_can_be_told_not_to(monkeypatch)
     thread.start()
     thread.join()
     assert seen['off'] == priority.BASE
+
+
+def test_compression_yields_while_the_writer_is_behind_and_the_episode_says_so(tmp_path):
+    from ros_robodata.record import recorder as recorder_module
+
+    rec = recorder(tmp_path, pre_roll_s=0.0, flush_interval_s=0.01)
+    try:
+        rec.add_topic('/chatter', 'std_msgs/msg/String')
+        episode = rec.start()
+        t = time.time_ns()
+        for phase, backlog in enumerate((0, recorder_module.BEHIND_BYTES + 1, 0)):
+            rec.upstream_backlog(backlog)  # what the node's sender tells of its outbox
+            for i in range(5):
+                rec.on_message('/chatter', string_msg(f'{phase} {i} ' * 40), t + phase * 10**9 + i * 10**6)
+                time.sleep(0.03)  # a flush (a chunk) after each message
+        rec.stop()
+    finally:
+        rec.close()
+    saved = rec.dataset.episode(episode.id)
+    assert re.search(r'(\d+) of (\d+) bag chunks stored uncompressed while the writer was behind', saved.notes)
+    uncompressed, total = map(int, re.search(r'(\d+) of (\d+) bag chunks', saved.notes).groups())
+    assert 0 < uncompressed < total
+    assert len(bag_strings(rec.dataset, episode.id, '/chatter')) == 15

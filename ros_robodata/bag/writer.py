@@ -8,12 +8,11 @@ SIGKILL, and a metadata.yaml that says which ROS distro the definitions come fro
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import threading
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -68,6 +67,7 @@ class BagWriter:
         storage: str = 'mcap',
         compression: str = 'zstd',
         custom_data: Mapping[str, str] | None = None,
+        compress_now: Callable[[], bool] | None = None,
     ) -> None:
         if storage not in STORAGES:
             msg = f'{path}: unknown storage {storage!r}; expected one of {sorted(STORAGES)}'
@@ -85,6 +85,10 @@ class BagWriter:
         for key, value in (custom_data or {}).items():
             self._writer.set_custom_data(key, str(value))
         self._topics: dict[str, Connection] = {}
+        # Asked at each chunk: False stores that chunk uncompressed (MCAP allows it chunk by chunk), so a recorder
+        # that fell behind catches up on half the CPU instead of losing messages.
+        self._compress_now = compress_now
+        self.chunks_compressed = self.chunks_uncompressed = 0
         self._open = False
         self._syncing: threading.Thread | None = None
 
@@ -96,11 +100,21 @@ class BagWriter:
         if self._writer.compression_mode == CompressionMode.STORAGE:
             # rosbags compresses chunks at zstd level 3; a rig's cameras outrun that on one core.
             # Level 1 is what rosbag2's `zstd_fast` preset records with.
-            self._writer.storage.compressor = functools.partial(zstd.compress, level=ZSTD_LEVEL)
+            self._writer.storage.compressor = self._compress_chunk
         if self.storage == 'mcap':
             _write_chunk_crcs(self._writer.storage)
         self._open = True
         return self
+
+    def _compress_chunk(self, data: bytes) -> bytes:
+        storage = self._writer.storage
+        if self._compress_now is not None and not self._compress_now():
+            storage.compression = ''  # rosbags reads it right after this call, for this chunk's records
+            self.chunks_uncompressed += 1
+            return data
+        storage.compression = 'zstd'
+        self.chunks_compressed += 1
+        return zstd.compress(data, level=ZSTD_LEVEL)
 
     def add_topic(self, topic: str, msgtype: str, *, qos: Qos | None = None, store: Typestore | None = None) -> None:
         """Declare a topic; its definition (embedded in the bag) comes from `store`, by default

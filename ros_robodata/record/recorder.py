@@ -39,6 +39,11 @@ from ros_robodata.vocabulary import OUTCOMES
 _LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)
 _PERIODIC_S = 0.1
 STATUS_PERIOD_S = 1.0
+# Compression yields under pressure: while this much waits to be written (here and upstream, in the node's
+# outbox), bag chunks go to disk uncompressed, until the backlog is down to the lower figure. zstd takes about
+# half the writer's CPU on camera frames, which it shrinks by a fifth; on a busy computer that CPU is intake's.
+BEHIND_BYTES = 64 << 20
+CAUGHT_UP_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,8 @@ class EpisodeRecorder:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._enqueued_bytes = 0  # written only by producers (the executor thread)
         self._taken_bytes = 0  # written only by the writer thread
+        self._upstream_bytes = 0  # what waits before this recorder (the node's outbox), as last told
+        self._behind = False
         self._dropped: dict[str, int] = {}  # producer side: messages refused because the queue was full
         self._topics: dict[str, _Topic] = {}
         self._latched: dict[str, list[tuple[int, bytes | memoryview]]] = {}
@@ -154,6 +161,19 @@ class EpisodeRecorder:
             return
         self._enqueued_bytes += size
         self._queue.put((topic, t_ns, data))
+
+    def upstream_backlog(self, waiting_bytes: int) -> None:
+        """How much waits before this recorder (the node's outbox), as its sender last saw it."""
+        self._upstream_bytes = waiting_bytes
+
+    def _compress_now(self) -> bool:
+        """Asked by the bag at each chunk (writer thread): compress it, unless the writer is behind."""
+        waiting = self._enqueued_bytes - self._taken_bytes + self._upstream_bytes
+        if self._behind and waiting < CAUGHT_UP_BYTES:
+            self._behind = False
+        elif not self._behind and waiting > BEHIND_BYTES:
+            self._behind = True
+        return not self._behind
 
     def count_dropped(self, topic: str, count: int) -> None:
         """`count` messages of `topic` never reached this recorder (the node's outbox was full): they count as
@@ -369,7 +389,7 @@ class EpisodeRecorder:
         custom = {'ros_robodata.episode_id': episode.id, 'ros_robodata.task': episode.task,
                   'ros_robodata.mode': episode.mode}
         self._bag = BagWriter(self.dataset.bag_dir(episode.id), storage=s.storage, compression=s.compression,
-                              custom_data=custom).open()
+                              custom_data=custom, compress_now=self._compress_now).open()
         self._episode = episode
         self._stats = {}
         self._dropped_at_start = dict(self._dropped)
@@ -414,6 +434,9 @@ class EpisodeRecorder:
             'dropped_by_recorder': sum(s.dropped_by_recorder for s in self._stats.values()),
             'topics': per_topic,
         }
+        if bag.chunks_uncompressed:  # not a loss: the bag is whole, only larger than it might have been
+            message = (f'{message}; {bag.chunks_uncompressed} of {bag.chunks_compressed + bag.chunks_uncompressed} '
+                       'bag chunks stored uncompressed while the writer was behind').lstrip('; ')
         if message:
             episode.notes = f'{episode.notes}\n{message}'.strip()
         self.dataset.save_episode(episode)

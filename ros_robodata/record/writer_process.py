@@ -35,6 +35,9 @@ _MESSAGE = b'M'
 _COMMAND = b'C'
 _DROPPED = b'D'  # messages the outbox had no room for: topic index, count
 _DROPPED_FRAME = struct.Struct('<cHq')
+_BACKLOG = b'B'  # bytes waiting in the outbox behind this frame
+_BACKLOG_FRAME = struct.Struct('<cq')
+_BACKLOG_STEP = 8 << 20  # told again when it moved by this much
 _HEADER = struct.Struct('<cHq')  # kind, topic index, receive time (ns)
 _REPLY_TIMEOUT_S = 30.0
 
@@ -116,6 +119,7 @@ class RecorderProcess:
         """The only writer of the pipe: messages and commands in the order they were handed on."""
         lower_this_thread(INTAKE_NICENESS)
         outbox, out = self._outbox, self._out
+        told = 0  # the outbox backlog the child last heard of
         while True:
             self._wake.wait()
             self._wake.clear()
@@ -133,6 +137,10 @@ class RecorderProcess:
                         if self._dropped != self._dropped_told:
                             self._send_dropped(out)
                         out.send_bytes(_HEADER.pack(_MESSAGE, first, second) + third)
+                        waiting = self._handed_bytes - self._sent_bytes
+                        if abs(waiting - told) >= _BACKLOG_STEP:
+                            out.send_bytes(_BACKLOG_FRAME.pack(_BACKLOG, waiting))
+                            told = waiting
                 except (OSError, ValueError) as err:  # the child is gone: commands fail, messages go nowhere
                     self._broken = err
                     if third is None and not second.done():
@@ -256,6 +264,10 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
                     _, index, t_ns = _HEADER.unpack_from(frame)
                     now[0] = max(now[0], t_ns)
                     recorder.on_message(topics[index], memoryview(frame)[_HEADER.size:], t_ns)
+                continue
+            if frame[:1] == _BACKLOG:
+                if recorder is not None:
+                    recorder.upstream_backlog(_BACKLOG_FRAME.unpack_from(frame)[1])
                 continue
             if frame[:1] == _DROPPED:
                 if recorder is not None:
