@@ -285,11 +285,6 @@ def main() -> int:
                         help="the recorder's chunk compression (profile: bench/rig_profile.yaml's, zstd)")
     args = parser.parse_args()
     global DDS_PROFILE, PUBLISHER_DDS_PROFILE, PROFILE
-    if args.compression != 'profile':  # the same rig profile with another recording.compression
-        text = PROFILE.read_text().replace('compression: zstd', f'compression: {args.compression}')
-        changed = Path(tempfile.mkdtemp(prefix='robodata_bench_profile_')) / 'rig_profile.yaml'
-        changed.write_text(text)
-        PROFILE = changed
     DDS_PROFILE = str(Path(args.dds_profile).resolve()) if args.dds_profile else None
     PUBLISHER_DDS_PROFILE = str(Path(args.publisher_dds_profile).resolve()) if args.publisher_dds_profile else None
     rig = ['--cameras', '3']
@@ -307,6 +302,10 @@ def main() -> int:
     recommended = str(config_path(RIG_PROFILE))
     given = (DDS_PROFILE, PUBLISHER_DDS_PROFILE)
     with tempfile.TemporaryDirectory(prefix='robodata_bench_') as tmp:
+        if args.compression != 'profile':  # the same rig profile with another recording.compression
+            changed = Path(tmp) / 'rig_profile.yaml'
+            changed.write_text(PROFILE.read_text().replace('compression: zstd', f'compression: {args.compression}'))
+            PROFILE = changed
         results = {}
         for name, load, command in (('rig', rig, 'record'), ('session', rig, 'session'), ('tuned', rig, 'record'),
                                     ('saturating', saturating, 'record')):

@@ -14,22 +14,11 @@ import threading
 
 INTAKE_NICENESS = 5  # the recorder's Python threads: the executor taking messages, the outbox sender
 WRITER_NICENESS = 10  # the episode writer process (compression, disk)
-ANALYSIS_NICENESS = 10  # the session's segmenter and quality monitor process
+ANALYSIS_NICENESS = 10  # the quality monitor's frame worker (decoding and judging camera frames)
 NICENESS_ENV = 'ROBODATA_NICENESS'  # 'off' leaves every thread as it starts (for measuring)
-_BASE_ENV = '_ROBODATA_BASE_NICENESS'  # the niceness the user started us with, handed down to our children
-
-
-def _base() -> int:
-    """The niceness the first robodata process was started with (`nice -n 3 robodata record` gives 3)."""
-    try:
-        return int(os.environ[_BASE_ENV])
-    except (KeyError, ValueError):
-        base = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, 'getpriority') else 0
-        os.environ[_BASE_ENV] = str(base)
-        return base
-
-
-BASE = _base()
+# The niceness this process started with (`nice -n 3 robodata record` gives 3; a child process, that of the thread
+# that started it): read once, before any thread of ours is lowered.
+BASE = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, 'getpriority') else 0
 
 
 def lower_this_thread(niceness: int) -> None:

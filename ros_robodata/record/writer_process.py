@@ -33,8 +33,7 @@ from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Tran
 
 _MESSAGE = b'M'
 _COMMAND = b'C'
-_DROPPED = b'D'  # messages the outbox had no room for: topic index, count
-_DROPPED_FRAME = struct.Struct('<cHq')
+_DROPPED = b'D'  # messages the outbox had no room for, in a _HEADER: topic index, count
 _BACKLOG = b'B'  # bytes waiting in the outbox behind this frame
 _BACKLOG_FRAME = struct.Struct('<cq')
 _BACKLOG_STEP = 8 << 20  # told again when it moved by this much
@@ -124,33 +123,35 @@ class RecorderProcess:
             self._wake.wait()
             self._wake.clear()
             while outbox:
-                first, second, third = outbox.popleft()
+                # A message: (topic index, receive ns, bytes); a command: (frame, future, None); the end: all None.
+                first, second, data = outbox.popleft()
+                if data is None and first is None:
+                    return
+                if data is not None:
+                    self._sent_bytes += len(data)
                 try:
-                    if third is None:  # a command: (frame, future, None); None, None: the sender ends
-                        if first is None:
-                            return
+                    if self._broken is not None:
+                        raise self._broken
+                    if self._dropped != self._dropped_told:
                         self._send_dropped(out)
+                    if data is None:
                         out.send_bytes(first)
                         continue
-                    self._sent_bytes += len(third)
-                    if self._broken is None:
-                        if self._dropped != self._dropped_told:
-                            self._send_dropped(out)
-                        out.send_bytes(_HEADER.pack(_MESSAGE, first, second) + third)
-                        waiting = self._handed_bytes - self._sent_bytes
-                        if abs(waiting - told) >= _BACKLOG_STEP:
-                            out.send_bytes(_BACKLOG_FRAME.pack(_BACKLOG, waiting))
-                            told = waiting
+                    out.send_bytes(_HEADER.pack(_MESSAGE, first, second) + data)
+                    waiting = self._handed_bytes - self._sent_bytes
+                    if abs(waiting - told) >= _BACKLOG_STEP:
+                        out.send_bytes(_BACKLOG_FRAME.pack(_BACKLOG, waiting))
+                        told = waiting
                 except (OSError, ValueError) as err:  # the child is gone: commands fail, messages go nowhere
                     self._broken = err
-                    if third is None and not second.done():
+                    if data is None and not second.done():
                         second.set_exception(RecorderError(f'the episode writer process is gone: {err}'))
 
     def _send_dropped(self, out: Any) -> None:
         for index, count in list(self._dropped.items()):
             told = self._dropped_told.get(index, 0)
             if count > told:
-                out.send_bytes(_DROPPED_FRAME.pack(_DROPPED, index, count - told))
+                out.send_bytes(_HEADER.pack(_DROPPED, index, count - told))
                 self._dropped_told[index] = count
 
     # -- commands ---------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
                 continue
             if frame[:1] == _DROPPED:
                 if recorder is not None:
-                    _, index, count = _DROPPED_FRAME.unpack_from(frame)
+                    _, index, count = _HEADER.unpack_from(frame)
                     recorder.count_dropped(topics[index], count)
                 continue
             command_id, name, args, now[0] = pickle.loads(frame[1:])
