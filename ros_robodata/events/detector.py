@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ros_robodata.events.event import Event, Evidence, Segment
 from ros_robodata.events.load import NOISE_SIGMAS, GraspLoad, WristLoad
 from ros_robodata.events.noise import NoiseFloor
 from ros_robodata.events.speed import POSITIONS, FingerSpeed
+from ros_robodata.events.stroke import PROFILE, Stroke, StrokeWatch
 from ros_robodata.signals.samples import GripperReading, WrenchReading
 from ros_robodata.vocabulary import (
     COLLISION,
@@ -51,22 +53,47 @@ HOLD_EFFORT_SHARE = 0.25
 # The command must press the stopped fingers further shut this long to mean a block: a follower gripper starts
 # after its leader by its control lag (about 0.1 s on a low-cost arm).
 PRESS_HOLD_S = 0.15
+# A command within this share of its stroke from its closed end asks for the fingers fully closed.
+COMMAND_CLOSED = 0.1
 # With neither a command channel nor an effort signal, a stop is contact once it lasted this long: an operator's
 # pause in a staged close is shorter (the stamp is still where the fingers stopped; only the word comes later).
 PAUSE_CONFIRM_S = 1.0
-# A carried load that vanishes this long or less before the fingers (or the command) open is a place: the table
-# took the object's weight first. A slip is only called once this long has passed with the grip still closed.
-PLACE_WINDOW_S = 0.25
-# A wrist transient this many times the contact threshold (and above what the free arm's own motion shows), while
-# the gripper neither holds nor closes, is a collision.
+# A carried load that vanished is a slip once the fingers close on past where they held, a place once they (or the
+# command) open; with neither after this long (and three gripper samples), it is a guess, said as one.
+AMBIGUOUS_S = 1.0
+# The fingers closing this share of the stroke past where they held (and more than three closed margins) is the
+# object leaving the grip: a slip, seen by the fingers alone.
+SLIP_SINK = 0.1
+# An opening is a release once the fingers opened this share of the stroke past where they held, came within
+# NEAR_OPEN of the open end, or stayed open LETGO_S; closing back onto the object before that was a regrip.
+LETGO_SHARE = 0.3
+NEAR_OPEN = 0.9
+LETGO_S = 0.8
+# A wrist transient this many times the contact threshold (and above what the free arm's own motion shows, and
+# above COLLISION_MIN_N), while the gripper neither holds nor closes, is a collision if it is over within
+# COLLISION_MAX_S: a knock, not the arm's own acceleration carrying the tool (a 1.5 kg tool at 3 m/s² reads 4.5 N
+# for as long as the acceleration lasts) nor a push.
 COLLISION_FACTOR = 3.0
+COLLISION_MIN_N = 5.0
+COLLISION_MAX_S = 0.3
 # After the fingers open, the object they let go of may still brush them, and a knock rings: no collision is
 # called this soon after either.
 COLLISION_QUIET_S = 0.5
+# A closing stroke has stopped on something when its speed falls under this share of its own peak speed, even
+# while the fingers still creep on (an adaptive gripper wrapping, a soft object or pad compressing).
+KNEE = 0.25
+# A closing stroke cruises at this share of its peak speed or more; where it fell below is where it met the object.
+CRUISE = 0.8
+# Standing still this long (and three samples) within a close is a pause, after which closing on is a new stroke.
+PAUSE_MIN_S = 0.15
+# A finger pushing the object before the other arrives (an off-centre object) is looked for this long before the
+# fingers stopped.
+TOUCH_S = 0.3
 # A gripper that travelled this share of its stroke with no event at all is worth a warning.
 UNEXPLAINED_STROKE = 0.5
 
 _IDLE, _CLOSING, _GRIPPING, _HOLDING, _EMPTY, _SLIPPED = 'idle', 'closing', 'gripping', 'holding', 'empty', 'slipped'
+_LETTING_GO = 'letting_go'
 
 
 @dataclass(frozen=True)
@@ -83,6 +110,8 @@ class SegmenterSettings:
     min_event_gap_s: float = 0.1
     command_open: float | None = None  # the gripper command's open and closed values (None: no command channel)
     command_closed: float | None = None
+    gripper_prior: Stroke | None = None  # what earlier episodes found of the strokes (None: the profile's)
+    command_prior: Stroke | None = None
 
     @property
     def has_gripper(self) -> bool:
@@ -111,7 +140,11 @@ class _Grasp:
     load: GraspLoad | None = None  # the wrist's view of this grasp, from its confirmation on
     slipped_ns: int | None = None
     quiet_from: int | None = None
-    slip_pending: tuple[int, Evidence, int] | None = None  # (slip start, evidence, when seen) until it is sure
+    slip_pending: tuple[int, Evidence, int] | None = None  # the carried load went: (when, evidence, seen) until
+    # what the fingers do next says whether it slipped or was set down
+    hold_x: float = math.nan  # where the grasp settled (slow creep moves it, a slip's closing on does not)
+    letgo: tuple[int, list[Evidence], bool] | None = None  # an opening under way: (onset, evidence, placed)
+    left_ns: int | None = None  # when the opening fingers passed back where they met the object
     sinking_ns: int | None = None  # when the fingers began closing on past where they held
     moving: tuple[int, float, float] | None = None  # the last sample where the fingers clearly closed (t, x, v)
     stop_ns: int | None = None  # when the fingers stopped on the object, from that sample's speed
@@ -120,6 +153,13 @@ class _Grasp:
     stop_x: float = math.nan  # where they first stood still after closing
     stopped_since: int | None = None  # since when they stand still (no command, no effort: a pause or contact)
     press_since: int | None = None  # since when the command presses the stopped fingers further shut
+    peak_v: float = 0.0  # the closing speed's peak in this stroke (stroke fractions per second; reset by a pause)
+    rest_since: int | None = None  # since when the fingers stand still within this stroke
+    seen_ns: int = 0  # the sample that started this attempt
+    efforts: list[tuple[int, float]] = field(default_factory=list)  # (stamp, effort) while closing
+    fast_pts: list[tuple[int, float]] = field(default_factory=list)  # the last samples closing at speed
+    slow_pts: list[tuple[int, float]] = field(default_factory=list)  # the first samples after the stroke slowed
+    knee_x: float = math.nan  # where the fingers met the object (the closing's end, before any squeeze)
 
 
 class EventDetector:
@@ -131,18 +171,27 @@ class EventDetector:
         self.events: list[Event] = []
         self.skipped: dict[str, int] = {}
         self._marks: list[tuple[int, str]] = []  # internal moments for the timeline (gripper open again)
+        self._doubts: list[str] = []  # events reported as guesses, said as warnings
+        self._miss: tuple[int, list[Evidence]] | None = None  # a close on nothing, until the fingers open again
+        self._parked = False  # the episode ended with the gripper closed on nothing after a release
+        self._learn_closed = False  # the fingers closed on nothing: where they come to rest is the closed end
+        self._uncalibrated: set[str] = set()  # channels a stroke was judged on before any rest had calibrated them
         self._first_ns: int | None = None
         self._last_ns: int | None = None
         # gripper
         self._state = _IDLE
         # (an open position of 0, as many grippers have, is a position: not "unknown")
-        self._closed = settings.closed_position if settings.closed_position is not None else 0.0
-        self._stroke = (settings.open_position if settings.open_position is not None else 1.0) - self._closed
+        nominal = Stroke(settings.closed_position if settings.closed_position is not None else 0.0,
+                         settings.open_position if settings.open_position is not None else 1.0, PROFILE)
+        self.calibration = StrokeWatch(nominal, settings.gripper_prior)
+        self._recalibrate_due = False
+        used = self.calibration.stroke
+        self._closed, self._stroke = used.closed, used.span
         self._g_last: tuple[int, float, float] | None = None  # stamp, x, v
         self._g_periods: deque[int] = deque(maxlen=50)
         self._speed = FingerSpeed()
-        self._command = (GripperCommandWatch(settings.command_open, settings.command_closed)  # type: ignore[arg-type]
-                         if settings.has_command else None)
+        self._command = (GripperCommandWatch(Stroke(settings.command_closed, settings.command_open),  # type: ignore[arg-type]
+                                             settings.command_prior) if settings.has_command else None)
         self._x_range: tuple[float, float] | None = None  # the fingers' travel, for the no-event warning
         self.gripper_samples = 0
         self._still_ns: int | None = None  # the last gripper sample where the fingers stood still, and where
@@ -180,6 +229,14 @@ class EventDetector:
         return max(MIN_STROKE_SPEED, NOISE_SIGMAS * self._v_noise.sigma)
 
     @property
+    def _position_speed_threshold(self) -> float:
+        """The moving threshold from the positions alone: what the message's own velocity is checked against
+        (a velocity in another unit would otherwise set the threshold it is judged by)."""
+        if self.settings.gripper_velocity_threshold is not None:
+            return self.settings.gripper_velocity_threshold / abs(self._stroke)
+        return max(MIN_STROKE_SPEED, NOISE_SIGMAS * math.sqrt(2) * self._x_noise.sigma / self._speed.span_s)
+
+    @property
     def closed_margin(self) -> float:
         return max(CLOSED_MARGIN, NOISE_SIGMAS * self._x_noise.sigma)
 
@@ -188,10 +245,9 @@ class EventDetector:
         return self._wrist.threshold
 
     def _hold_effort(self, grasp: _Grasp) -> float | None:
-        """Effort (above idle) that means the fingers are squeezing; None when effort says nothing."""
+        """Effort (above idle) that means the fingers are squeezing: a share of this grasp's own peak, since a
+        gripper squeezes with the force its user set, not the datasheet's maximum; None when effort says nothing."""
         noise = NOISE_SIGMAS * self._e_noise.sigma
-        if self.settings.max_effort is not None:
-            return max(HOLD_EFFORT_SHARE * self.settings.max_effort, noise)
         peak = grasp.peak_effort - self._e_idle
         if peak <= noise or peak <= 0:
             return None
@@ -241,6 +297,10 @@ class EventDetector:
             return self.skip('gripper_stamp_not_increasing')
         self._seen(r.stamp_ns)
         self.gripper_samples += 1
+        self.calibration.set_noise(self._x_noise.sigma * abs(self._stroke))
+        self._recalibrate_due |= self.calibration.add(r.stamp_ns, r.position)
+        if self._state == _IDLE:
+            self._recalibrate()
         x = (r.position - self._closed) / self._stroke
         self._x_range = (min(x, self._x_range[0]), max(x, self._x_range[1])) if self._x_range else (x, x)
         if last is not None:
@@ -252,9 +312,11 @@ class EventDetector:
                 self._v_noise.reset_last()
                 self._speed.gap()
         trusted = not self._speed.distrusted
-        v = self._speed.update(r.stamp_ns, x, r.velocity / self._stroke, self.velocity_threshold)
-        if trusted and self._speed.distrusted:  # what the noise floor learnt of the message's speed is not this
+        v = self._speed.update(r.stamp_ns, x, r.velocity / self._stroke, self._position_speed_threshold)
+        if trusted and self._speed.distrusted:  # what was learnt of the message's speed is not this speed
             self._v_noise = NoiseFloor()
+            if self._grasp is not None:
+                self._grasp.peak_v, self._grasp.moving, self._grasp.fast = 0.0, None, None
         effort = abs(r.effort) if math.isfinite(r.effort) else math.nan
         out: list[Event] = []
         self._settle_slip(out, r.stamp_ns)
@@ -262,7 +324,7 @@ class EventDetector:
         if self._state == _IDLE and abs(v) <= self.velocity_threshold:
             self._x_noise.add(x)
             self._v_noise.add(v)
-            if self._command is not None and self._command.fresh(r.stamp_ns):
+            if self._command is not None and self._command.steady(r.stamp_ns):
                 self._command.free(x)
             if math.isfinite(effort):
                 self._e_noise.add(effort)
@@ -272,6 +334,33 @@ class EventDetector:
             self._still_ns, self._still_x = r.stamp_ns, x
         self._g_last = (r.stamp_ns, x, v)
         return out
+
+    def _recalibrate(self) -> None:
+        """Take up a new stroke (the fingers or the command rested somewhere that moved it) while no grasp is being
+        judged: what was learnt in stroke fractions (noise floors, the speed's history, where the fingers last
+        stood still) is re-expressed in the new fractions."""
+        if self._command is not None:
+            self._command.recalibrate()
+        if not self._recalibrate_due:
+            return
+        self._recalibrate_due = False
+        stroke = self.calibration.stroke
+        if (stroke.closed, stroke.span) == (self._closed, self._stroke):
+            return
+        factor = self._stroke / stroke.span
+        offset = (self._closed - stroke.closed) / stroke.span
+        self._closed, self._stroke = stroke.closed, stroke.span
+        self._x_noise.scale(factor)
+        self._v_noise.scale(factor)
+        self._speed.rescale(factor, offset)
+        if self._still_x is not None:
+            self._still_x = factor * self._still_x + offset
+        if self._g_last is not None:
+            t, x, v = self._g_last
+            self._g_last = (t, factor * x + offset, factor * v)
+        if self._x_range is not None:
+            low, high = self._x_range
+            self._x_range = (factor * low + offset, factor * high + offset)
 
     def _period_ns(self) -> float:
         return float(np.median(self._g_periods)) if self._g_periods else 10_000_000.0
@@ -292,6 +381,8 @@ class EventDetector:
         g = self._grasp
         if g is not None and math.isfinite(effort):
             g.peak_effort = max(g.peak_effort, effort)
+            if self._state == _CLOSING and len(g.efforts) < 2000:
+                g.efforts.append((t, effort))
         ev_v = Evidence('gripper.velocity', v * self._stroke, vt * abs(self._stroke) * (-1 if closing else 1))
 
         if self._state == _IDLE:
@@ -303,8 +394,12 @@ class EventDetector:
             if closing and x > m and armed:
                 from_x = self._still_x if self._still_x is not None else (last[1] if last is not None else x)
                 start = self._onset(t, x, v, from_x, last)
-                self._grasp = _Grasp(start_ns=start, start_x=from_x,
+                self._grasp = _Grasp(start_ns=start, start_x=from_x, seen_ns=t,
                                      peak_effort=effort if math.isfinite(effort) else 0.0)
+                if self.calibration.observed.most_open is None:
+                    self._uncalibrated.add('gripper')
+                if self._command is not None and self._command.calibration.observed.most_open is None:
+                    self._uncalibrated.add('command')
                 self._state = _CLOSING
                 self._announce(out, self._grasp, t, x, ev_v)
             elif x <= m and last is None:
@@ -312,7 +407,12 @@ class EventDetector:
             return
 
         if self._state == _EMPTY or self._state == _SLIPPED:
+            resting = self.calibration.resting_at()
+            if self._learn_closed and resting is not None and abs(v) <= vt:
+                self._learn_closed = False  # closed on nothing and at rest: that is where this gripper closes to
+                self._recalibrate_due |= self.calibration.closed_on_nothing(resting)
             if x > self._fail_x + m:
+                self._confirm_miss(out, t)
                 if self._state == _SLIPPED:  # still rubbing on the falling object when the fingers opened
                     start = self._onset(t, x, v, self._fail_x, last)
                     self._emit(out, CONTACT_LOST, start, t, 0.8, [Evidence('gripper.opening', x, self._fail_x + m)])
@@ -327,26 +427,49 @@ class EventDetector:
                 at = t
                 if last is not None and last[1] > x:  # where the stroke crossed the closed margin
                     at = int(last[0] + (t - last[0]) * (last[1] - m) / (last[1] - x))
-                self._emit(out, GRASP_FAILED, at, t, 0.9, [ev_x], note='closed fully on nothing')
-                if g.contact_ns is not None:
-                    self._emit(out, CONTACT_LOST, at, t, 0.7, [ev_x])
-                self._state, self._fail_x = _EMPTY, x
+                self._closed_on_nothing(out, g, at, t, x, [ev_x])
                 return
+            if abs(v) > vt:
+                g.rest_since = None
+            elif g.rest_since is None:
+                g.rest_since = t
+            elif t - g.rest_since >= max(PAUSE_MIN_S * 1e9, 3 * self._period_ns()):
+                g.peak_v = 0.0  # at rest a while: a pause; whatever comes next is a stroke of its own
+                g.fast_pts.clear()
             if closing:
+                g.peak_v = max(g.peak_v, -v)
+            if closing and v <= -CRUISE * g.peak_v:  # at its cruising speed: the line the contact is read from
+                g.fast_pts = [*g.fast_pts[-2:], (t, x)]
+                g.slow_pts.clear()
+            elif g.fast_pts and len(g.slow_pts) < 2:  # the first samples after the stroke slowed
+                g.slow_pts.append((t, x))
+            if closing and v < -KNEE * g.peak_v:  # still closing at speed, not creeping on after a stop
                 g.moving, g.press_since, g.stop_x, g.stopped_since = (t, x, v), None, math.nan, None
-                if v < -2 * vt:
+                if v < -max(2 * vt, 0.5 * g.peak_v):
                     g.fast = (t, x, v)
                 return
             if math.isnan(g.stop_x):
                 g.stop_x = x  # where the fingers stopped (they may creep on under the squeeze)
-            if not g.announced:  # a twitch of the fingers, not a stroke
-                self._to_idle()
+            if not g.announced:  # not yet a stroke: a twitch once the fingers rest again (or open), else a slow start
+                rested = g.rest_since is not None and t - g.rest_since >= max(PAUSE_MIN_S * 1e9, 3 * self._period_ns())
+                if rested or x > g.start_x + m or t - g.seen_ns >= max(PAUSE_MIN_S * 1e9, 3 * self._period_ns()):
+                    self._to_idle()
+                    self._still = 3  # still at rest: a stroke may start from here at once
                 return
             if g.contact_ns is not None and x > g.stall_x - m:  # settling after the first stop: keep it
                 self._state = _GRIPPING
                 return
             commanded = self._command is not None and self._command.fresh(t)
             press = self._command.pressing(x, t) if commanded else None  # type: ignore[union-attr]
+            if press is None and commanded and self._command.value <= COMMAND_CLOSED:  # type: ignore[union-attr]
+                # Where a fully closed command sent them, and nothing held them open: closed on nothing.
+                g.stopped_since = g.stopped_since if g.stopped_since is not None else t
+                if t - g.stopped_since >= max(PRESS_HOLD_S * 1e9, 2 * self._period_ns()):
+                    knee = _knee(g.fast_pts, g.slow_pts)
+                    self._closed_on_nothing(out, g, knee[0] if knee is not None else g.stopped_since, t, x,
+                                            [ev_x, Evidence('gripper.command', self._command.value,  # type: ignore[union-attr]
+                                                            COMMAND_CLOSED)])
+                return
             if press is not None:  # a follower answers its leader late: the press must outlast that lag
                 g.press_since = g.press_since if g.press_since is not None else t
                 if t - g.press_since < PRESS_HOLD_S * 1e9:
@@ -370,9 +493,17 @@ class EventDetector:
             if g.fast is not None and moving is not None and moving[0] - g.fast[0] <= 2 * self._period_ns():
                 moving = g.fast  # a decelerating last sample says little of where the stroke would have arrived
             stop_x = x if math.isnan(g.stop_x) else g.stop_x
+            g.knee_x = stop_x
             if moving is not None:  # from the last sample where the fingers clearly moved, at the speed they had
                 contact = int(min(t, max(moving[0], moving[0] + (moving[1] - stop_x) / abs(moving[2]) * 1e9)))
+            knee = _knee(g.fast_pts, g.slow_pts)
+            if knee is not None:  # better: where the closing's line meets the line of what came after it
+                contact, g.knee_x = knee
             g.stall_ns, g.stall_x, g.stop_ns, g.moving, g.fast = t, x, contact, None, None
+            touch = self._first_touch(g, contact)
+            touched_first = touch is not None and touch[0] < contact
+            if touched_first:  # one finger met the object and pushed it before the other arrived
+                contact = touch[0]  # type: ignore[index]
             hold = self._hold_effort(g)
             evidence = [ev_x, Evidence('gripper.velocity', v * self._stroke, -vt * abs(self._stroke))]
             if press is not None and self._command is not None:
@@ -385,6 +516,8 @@ class EventDetector:
             if g.contact_ns is None:
                 g.contact_ns = contact
                 confidence, wrench_ev = self._wrench_agrees(contact, t)
+                if touched_first:
+                    confidence, wrench_ev = max(confidence, 0.9), [touch[1]]  # type: ignore[index]
                 self._emit(out, CONTACT, contact, t, confidence, evidence + wrench_ev)
             self._state = _GRIPPING
             return
@@ -403,7 +536,7 @@ class EventDetector:
                 self._emit(out, CONTACT_LOST, t, t, 0.7, [ev_v])
                 self._to_idle(opened_at=t)
                 return
-            g.confirmed, g.ref_x = True, x
+            g.confirmed, g.ref_x, g.hold_x = True, x, x
             evidence = [ev_x]
             hold = self._hold_effort(g)
             confidence = 0.8
@@ -411,7 +544,7 @@ class EventDetector:
             if hold is not None and math.isfinite(effort):
                 evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
                 confidence = 0.95
-                secured = g.stall_ns  # with it: when the stop was seen, the grip force built by then
+                secured = g.stop_ns or g.stall_ns  # the grip force builds from the stop on
             self._emit(out, GRASP, secured, t, confidence, evidence)
             self._state = _HOLDING
             if self.settings.use_wrench and self._wrist.baseline is not None:
@@ -419,37 +552,109 @@ class EventDetector:
             return
 
         if self._state == _HOLDING:
-            if x <= m:  # the object left when the fingers began to close on past where they held it
-                self._fail(out, g.sinking_ns or t, t, [ev_x], 'fingers closed: the object slipped out', x)
-                return
-            if x < g.ref_x - m:
-                if g.sinking_ns is None:
-                    g.sinking_ns = self._onset(t, x, v, g.ref_x, last)
-            else:
-                g.sinking_ns = None
-            if x > g.ref_x + m:
-                start = self._onset(t, x, v, g.ref_x, last)
-                ev_open = Evidence('gripper.opening', x, g.ref_x + m)
-                dropped = self._load_gone_before(g, start) if g.loosened else None
-                if dropped is not None and self._placed(g, start):
-                    dropped = None
-                g.slip_pending = None
-                if dropped is not None:  # the loosened grip had already lost the object: a slip, not a release
-                    self._emit(out, GRASP_FAILED, dropped[0], t, 0.8, [dropped[1], ev_open],
-                               note='the carried load vanished before the gripper opened: the object slipped out')
-                else:
-                    self._emit(out, RELEASE, start, t, 0.95 if opening else 0.8, [ev_open, ev_v])
-                self._emit(out, CONTACT_LOST, start, t, 0.9, [ev_open])
-                self._to_idle(opened_at=start)
-                return
-            if abs(v) <= vt:
-                g.ref_x = x
-            hold = self._hold_effort(g)
-            if hold is not None and math.isfinite(effort):
-                loosened = effort - self._e_idle < hold
-                if loosened and not g.loosened:
-                    g.loosened_ns = t
-                g.loosened = loosened
+            self._holding_step(out, g, t, x, v, effort, last)
+        elif self._state == _LETTING_GO:
+            self._letting_go_step(out, g, t, x, v)
+
+    def _holding_step(self, out: list[Event], g: _Grasp, t: int, x: float, v: float, effort: float,
+                      last: tuple[int, float, float] | None) -> None:
+        """The grasp holds: the fingers closing on past where they held (a slip) or opening (a release, or a
+        regrip), and the grip's own effort (loosened before the load went: a slip)."""
+        m, vt = self.closed_margin, self.velocity_threshold
+        ev_x = Evidence('gripper.opening', x, m)
+        if x < g.ref_x - m:
+            if g.sinking_ns is None:
+                g.sinking_ns = self._onset(t, x, v, g.ref_x, last)
+        else:
+            g.sinking_ns = None
+        sink = max(SLIP_SINK, 3 * m)
+        if x <= m or x < g.hold_x - sink:  # the object left when the fingers began to close on past the hold
+            at = g.slip_pending[0] if g.slip_pending is not None else (g.sinking_ns or t)
+            evidence = [ev_x] if x <= m else [Evidence('gripper.closed_past_hold', g.hold_x - x, sink)]
+            if g.slip_pending is not None:
+                evidence.append(g.slip_pending[1])
+            self._fail(out, at, t, evidence, 'the fingers closed on past where they held: the object slipped out', x,
+                       learn_closed=True)
+            return
+        if x > g.ref_x + m:
+            start = self._onset(t, x, v, g.ref_x, last)
+            placed = g.slip_pending is not None
+            evidence = [Evidence('gripper.opening', x, g.ref_x + m),
+                        Evidence('gripper.velocity', v * self._stroke, vt * abs(self._stroke))]
+            g.letgo, self._state = (start, evidence, placed), _LETTING_GO
+            self._letting_go_step(out, g, t, x, v)
+            return
+        if abs(v) <= vt:
+            g.ref_x = x
+            if x > g.hold_x - m:
+                g.hold_x = min(g.hold_x, x) if math.isfinite(g.hold_x) else x
+        hold = self._hold_effort(g)
+        if hold is not None and math.isfinite(effort):
+            loosened = effort - self._e_idle < hold
+            if loosened and not g.loosened:
+                g.loosened_ns = t
+            g.loosened = loosened
+
+    def _letting_go_step(self, out: list[Event], g: _Grasp, t: int, x: float, v: float) -> None:
+        """An opening after a hold is a release once it is clearly one (opened far, near the open end, or for a
+        while); closing back onto the object first was a regrip: nothing happened."""
+        assert g.letgo is not None
+        start, evidence, placed = g.letgo
+        m = self.closed_margin
+        if x <= g.ref_x + m / 2:
+            g.letgo, g.left_ns, self._state = None, None, _HOLDING
+            return
+        squeezed = math.isfinite(g.knee_x) and g.knee_x - g.ref_x > m / 2
+        if squeezed and g.left_ns is None and x >= g.knee_x and self._g_last is not None:
+            t0, x0, _ = self._g_last  # the fingers leave the object where they met it: the squeeze undone
+            g.left_ns = t if x == x0 else int(t0 + (t - t0) * min(1.0, max(0.0, (g.knee_x - x0) / (x - x0))))
+        commanded_open = (self._command is not None and self._command.fresh(t)
+                          and self._command.value + self._command.offset >= NEAR_OPEN)
+        if not (x - g.ref_x >= LETGO_SHARE or x >= NEAR_OPEN or commanded_open
+                or t - start >= max(LETGO_S * 1e9, 4 * self._period_ns())):
+            return
+        dropped = None if placed else self._load_gone_before(g, start) if g.loosened else None
+        if dropped is not None and self._command is not None and self._command.opened_since(dropped[0], g.ref_x):
+            dropped = None  # the operator let go first: the grip loosened because of it
+        g.slip_pending = None
+        if dropped is not None:  # the loosened grip had already lost the object: a slip, not a release
+            self._emit(out, GRASP_FAILED, dropped[0], t, 0.8, [dropped[1], evidence[0]],
+                       note='the carried load vanished before the gripper opened: the object slipped out')
+        else:
+            start = g.left_ns if g.left_ns is not None and g.left_ns >= start else start
+            self._emit(out, RELEASE, start, t, 0.95 if placed or v > 0 else 0.8, evidence)
+        self._emit(out, CONTACT_LOST, start, t, 0.9, evidence[:1])
+        self._to_idle(opened_at=start)
+
+    def _first_touch(self, g: _Grasp, stop_ns: int) -> tuple[int, Evidence] | None:
+        """When a finger first touched the object, if before the fingers stopped: the wrist felt a push, or the
+        effort rose above what closing freely took, and stayed so until the stop (at most TOUCH_S before it)."""
+        since = max(g.start_ns + int(2 * self._period_ns()), stop_ns - int(TOUCH_S * 1e9))
+        found: list[tuple[int, Evidence]] = []
+        if self.settings.use_wrench and self._wrist.baseline is not None:
+            at = self._wrist.rose(since, stop_ns)
+            if at is not None:
+                found.append((at, Evidence('wrench.force_change', self._wrist.peak(at, stop_ns),
+                                           self._wrist.threshold)))
+        at = _effort_shift([(ts, e) for ts, e in g.efforts if ts <= stop_ns], since, self._e_noise.sigma)
+        if at is not None:
+            found.append((at, Evidence('gripper.effort_rise', 1.0, 0.0)))
+        return min(found, key=lambda item: item[0]) if found else None
+
+    def _closed_on_nothing(self, out: list[Event], g: _Grasp, at: int, now: int, x: float,
+                           evidence: list[Evidence]) -> None:
+        """The fingers closed all the way on nothing: a miss, said once they open again (or at the episode's end)
+        so that a gripper closed to park it after the task, and left so, is not reported as a failed grasp."""
+        if g.contact_ns is not None:
+            self._emit(out, CONTACT_LOST, at, now, 0.7, evidence)
+        self._miss = (at, evidence)
+        self._state, self._fail_x, self._learn_closed = _EMPTY, x, True
+
+    def _confirm_miss(self, out: list[Event], now: int) -> None:
+        if self._miss is not None:
+            at, evidence = self._miss
+            self._miss = None
+            self._emit(out, GRASP_FAILED, at, now, 0.9, evidence, note='closed fully on nothing')
 
     def _to_idle(self, opened_at: int | None = None) -> None:
         """The attempt is over; `opened_at`: the fingers started opening then (a release, a reopened miss)."""
@@ -469,11 +674,14 @@ class EventDetector:
             self._emit(out, GRASP_START, g.start_ns, t, 0.9, [evidence])
 
     def _fail(self, out: list[Event], at: int, now: int, evidence: list[Evidence], note: str,
-              x: float | None = None, *, contact_lost: bool = True) -> None:
-        self._emit(out, GRASP_FAILED, at, now, 0.9, evidence, note=note)
+              x: float | None = None, *, contact_lost: bool = True, confidence: float = 0.9,
+              learn_closed: bool = False) -> None:
+        """A failed grasp; `learn_closed`: the fingers closed on past the object, so where they come to rest is
+        where this gripper closes to on nothing."""
+        self._emit(out, GRASP_FAILED, at, now, confidence, evidence, note=note)
         if contact_lost:
             self._emit(out, CONTACT_LOST, at, now, 0.8, evidence)
-        self._state = _EMPTY
+        self._state, self._learn_closed = _EMPTY, learn_closed
         self._fail_x = x if x is not None else (self._g_last[1] if self._g_last is not None else 0.0)
 
     def command(self, r: GripperReading) -> list[Event]:
@@ -586,13 +794,13 @@ class EventDetector:
         if not free:
             self._bump.clear()
             return
-        thr = max(COLLISION_FACTOR * self._wrist.threshold, self._motion_floor)
+        thr = max(COLLISION_FACTOR * self._wrist.threshold, self._motion_floor, COLLISION_MIN_N)
         if not self._bump:
             self._learn_motion_floor(size)
         if size > thr:
             self._bump.append((t, size))
             return
-        if len(self._bump) >= 3 and size < thr / 2:
+        if len(self._bump) >= 3 and size < thr / 2 and t - self._bump[0][0] <= COLLISION_MAX_S * 1e9:
             peak = max(v for _, v in self._bump)
             self._emit(out, COLLISION, self._bump[0][0], t, 0.8, [Evidence('wrench.peak_force', peak, thr)],
                        note=f'a {peak:.1f} N knock while not holding', frame_id=self._w_frame)
@@ -617,61 +825,64 @@ class EventDetector:
         return g.loosened_ns or g.load.carrying_ns or default
 
     def _watch_slip(self, out: list[Event], g: _Grasp, t: int) -> None:
-        """Slip: the carried load drops below half while the fingers stay closed and the grip was loosened (or,
-        with no effort signal, drops within 0.1 s)."""
+        """The carried load dropped below half: a slip or a place, which the fingers say next (see _holding_step
+        and _settle_slip); a grip whose own effort let go before the load went (with the command, if any, still
+        closed) lost the object: a slip at once."""
         assert g.load is not None
         if not g.load.telling:  # the object is too light for the wrist to tell it from none
             return
         level = g.load.level()
-        if level >= 0.5 * g.load.carried:
+        if level >= 0.5 * g.load.carried or g.slip_pending is not None:
             return
-        effort_known = self._hold_effort(g) is not None
-        carried_until = g.load.carrying_ns
-        abrupt = carried_until is not None and t - carried_until < 100_000_000
-        if not (g.loosened or (not effort_known and abrupt)):
-            return
+        start = self._slip_start(g, t)
         evidence = Evidence('wrench.load', level, 0.5 * g.load.carried)
-        if g.loosened and effort_known and self._command is None:
-            # The fingers' own effort said the grip let go before the load went: a slip, whatever comes next.
-            self._fail(out, self._slip_start(g, t), t, [evidence], 'the carried load vanished: the object slipped '
-                       'out', contact_lost=False)
+        let_go = (self._command is not None and g.loosened_ns is not None
+                  and self._command.opened_since(g.loosened_ns - int(0.2e9), g.ref_x) is not None)
+        if g.loosened and g.loosened_ns is not None and g.loosened_ns <= start and not let_go:
+            effort = Evidence('gripper.effort_loosened', 1.0, 0.0)
+            self._fail(out, start, t, [evidence, effort], 'the grip let go and the carried load vanished: the object '
+                       'slipped out', contact_lost=False)
             self._state = _SLIPPED  # contact_lost once the object stops rubbing on the fingers, or they open
             g.slipped_ns = t
-        elif g.slip_pending is None:  # a slip, unless the fingers or the command open soon: then it was set down
-            g.slip_pending = (self._slip_start(g, t), evidence, t)
-
-    def _placed(self, g: _Grasp, open_ns: int) -> bool:
-        """The load left the grip just before the fingers opened (the table took it: a place), or the operator
-        had commanded them open by then."""
-        if g.slip_pending is not None:
-            return True  # the fingers opened within the window of the load's vanishing
-        gone = g.load.carrying_ns if g.load is not None else None
-        if self._command is None or gone is None:
-            return False
-        opened = self._command.opened_since(gone - int(PLACE_WINDOW_S * 1e9), g.ref_x)
-        return opened is not None and opened <= open_ns
+            return
+        g.slip_pending = (start, evidence, t)
 
     def _settle_slip(self, out: list[Event], t: int) -> None:
-        """A load that vanished while the grip stayed closed becomes a slip once PLACE_WINDOW_S passed with
-        neither the fingers nor the command opening."""
+        """A load that vanished with neither the fingers closing on nor opening (nor the command opening) for
+        AMBIGUOUS_S: most likely the object fell while the grip stayed put, but nothing says it; a guess at low
+        confidence, and a warning."""
         g = self._grasp
         if self._state != _HOLDING or g is None or g.slip_pending is None:
             return
         start, evidence, seen = g.slip_pending
+        if g.load is not None and g.load.level() >= 0.75 * g.load.carried:
+            g.slip_pending = None  # the load is back: the arm's own acceleration, not the object leaving
+            return
         if self._command is not None and self._command.opened_since(start, g.ref_x) is not None:
             return  # the operator is letting go: the fingers' opening will make it a release
-        if t - seen < PLACE_WINDOW_S * 1e9:
+        if t - seen < max(AMBIGUOUS_S * 1e9, 3 * self._period_ns()):
             return
         g.slip_pending = None
-        self._fail(out, start, t, [evidence], 'the carried load vanished: the object slipped out',
-                   contact_lost=False)
+        self._fail(out, start, t, [evidence], 'the carried load vanished and the fingers neither closed on nor '
+                   'opened: a slip is the likelier reading, not a certain one', contact_lost=False, confidence=0.4)
+        self._doubts.append(f'at {start / 1e9:.3f} the carried load vanished with no finger motion either way: '
+                            'reported as a slip at low confidence (a place whose opening came late, or a gripper '
+                            'that does not close on after a slip?)')
         self._state = _SLIPPED  # contact_lost once the object stops rubbing on the fingers, or they open
         g.slipped_ns = t
 
     # --- end --------------------------------------------------------------------------------------------------
     def finish(self) -> list[Event]:
-        """The episode ended; nothing is pending that could still become an event."""
-        return []
+        """The episode ended: a close on nothing still held is a miss, unless an object was released before it
+        in this episode (then the gripper was closed to park it)."""
+        out: list[Event] = []
+        if self._miss is not None:
+            if any(e.kind == RELEASE for e in self.events):
+                self._miss = None
+                self._parked = True
+            else:
+                self._confirm_miss(out, self._last_ns or self._miss[0])
+        return out
 
     def inputs(self) -> list[str]:
         """What the detector read its signals from, said once per episode."""
@@ -683,23 +894,58 @@ class EventDetector:
         return out
 
     def warnings(self) -> list[str]:
-        """What looks wrong with the input, not with the episode: said instead of a silent zero."""
+        """What looks wrong with the input, or an event that is a guess: said instead of a silent zero or a
+        confident mistake."""
         out = []
         s = self.settings
-        if s.has_gripper and self._x_range is not None:
-            low, high = self._x_range
-            gripper_kinds = (GRASP_START, CONTACT, GRASP, RELEASE, GRASP_FAILED)
-            if high - low > UNEXPLAINED_STROKE and not any(e.kind in gripper_kinds for e in self.events):
-                out.append(f'the gripper moved through {100 * min(1.0, high - low):.0f}% of its stroke and no event '
-                           'was found: check segmenter.gripper_velocity_threshold against how fast the fingers move, '
-                           'and the gripper\'s open/closed positions against the data')
-            if high > 1.5 or low < -0.5:
-                at = [round(s.closed_position + v * self._stroke, 4) for v in (low, high)]  # type: ignore[operator]
-                out.append(f'gripper positions run from {at[0]:g} to {at[1]:g}, far outside the profile\'s open '
-                           f'{s.open_position:g} / closed {s.closed_position:g}: another unit or another joint?')
+        if s.has_gripper:
+            line = self.calibration.report()
+            if line:
+                out.append(f'gripper positions {line}')
+            if self._command is not None and self._command.samples:
+                line = self._command.calibration.report()
+                if line:
+                    out.append(f'gripper command {line}')
+            out += self._unexplained_travel()
+        out += self._doubts
         if self._command is not None and self._command.samples == 0:
             out.append('the profile names a gripper command but no command sample was read: the grip was judged '
                        'from the fingers alone')
+        return out
+
+    def _unexplained_travel(self) -> list[str]:
+        """The fingers travelled through most of their stroke and nothing came of it: why, as far as can be told."""
+        if self._x_range is None:
+            return []
+        low, high = self._x_range
+        if high - low <= UNEXPLAINED_STROKE or any(e.kind in (GRASP, RELEASE, GRASP_FAILED) for e in self.events):
+            return []
+        travel = f'the gripper travelled through {100 * min(1.0, high - low):.0f}% of its stroke and no grasp, ' \
+                 'release or miss was found'
+        lowest = self._closed + low * self._stroke
+        if any(e.kind == GRASP_START for e in self.events):
+            return [f'{travel}: it closed, but never stopped on anything nor reached closed; its lowest position was '
+                    f'{lowest:.4g} against a closed position of {self._closed:.4g} (is closed_position right, or did '
+                    'it stop within the command\'s lag?)']
+        return [f'{travel}: no closing stroke was recognised (faster than the samples can follow, or slower than '
+                f'{self.velocity_threshold * abs(self._stroke):.4g} a second: check '
+                'segmenter.gripper_velocity_threshold)']
+
+    def calibrations(self) -> dict[str, Any]:
+        """The strokes used (and what this episode showed of them), for events.json and for pooling."""
+        if not self.settings.has_gripper:
+            return {}
+        out: dict[str, Any] = {'gripper': {**self.calibration.stroke.to_json(),
+                                           'profile': self.calibration.nominal.to_json(),
+                                           'observed': self.calibration.observed.to_json()}}
+        if self._command is not None:
+            watch = self._command.calibration
+            out['command'] = {**watch.stroke.to_json(), 'profile': watch.nominal.to_json(),
+                              'observed': watch.observed.to_json()}
+        if self._parked:
+            out['gripper']['parked_closed_at_end'] = True
+        for channel in self._uncalibrated & set(out):
+            out[channel]['judged_before_calibrated'] = True
         return out
 
     def timeline(self, start_ns: int | None = None, end_ns: int | None = None) -> list[Segment]:
@@ -740,3 +986,56 @@ class EventDetector:
                 failed = True
         close(end, phase)
         return segments
+
+
+def _effort_shift(efforts: list[tuple[int, float]], since_ns: int, sigma: float) -> int | None:
+    """Where the effort's level rose for good within the samples from `since_ns` on, against its level while the
+    fingers closed freely before (Page's CUSUM: drift of one noise sigma, alarm at five): a finger pushing the
+    object along before the other arrives raises the effort by a friction force that no single sample shows."""
+    free = [e for ts, e in efforts if ts < since_ns]
+    if len(free) < 5 or sigma <= 0:
+        return None
+    level = sorted(free)[len(free) // 2]
+    total, began = 0.0, None
+    for ts, e in efforts:
+        if ts < since_ns:
+            continue
+        total = max(0.0, total + (e - level - sigma))
+        if total == 0.0:
+            began = None
+        elif began is None:
+            began = ts
+        if total > 5 * sigma:
+            return began
+    return None
+
+
+def _line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least-squares (slope per ns, value at the first point's stamp) through (stamp, value) points; a single
+    point is a level line."""
+    t0 = points[0][0]
+    if len(points) == 1:
+        return 0.0, points[0][1]
+    ts = [p[0] - t0 for p in points]
+    xs = [p[1] for p in points]
+    mt, mx = sum(ts) / len(ts), sum(xs) / len(xs)
+    var = sum((a - mt) ** 2 for a in ts)
+    slope = sum((a - mt) * (b - mx) for a, b in zip(ts, xs, strict=True)) / var if var else 0.0
+    return slope, mx - slope * mt
+
+
+def _knee(fast: list[tuple[int, float]], slow: list[tuple[int, float]]) -> tuple[int, float] | None:
+    """Where a closing stroke met the object: the meeting point of the line through its last samples at speed
+    and the line through the samples after it slowed (at 10 Hz a single sample spans the whole stop, so the
+    last sample's own speed says little of when the fingers arrived). None when there are not enough samples."""
+    if len(fast) < 2 or not slow:
+        return None
+    a1, b1 = _line(fast)
+    a2, b2 = _line(slow)
+    t1, t2 = fast[0][0], slow[0][0]
+    if a1 >= a2:  # the closing line must be the steeper one (it falls faster than what came after)
+        return None
+    # a1 (t - t1) + b1 = a2 (t - t2) + b2
+    at = (b2 - b1 + a1 * t1 - a2 * t2) / (a1 - a2)
+    at = min(max(at, fast[-1][0]), slow[0][0])
+    return int(at), a1 * (at - t1) + b1

@@ -78,6 +78,7 @@ class SegmentResult:
     notes: list[str] = field(default_factory=list)  # how the bag was read (damage: where reading stopped)
     inputs: list[str] = field(default_factory=list)  # what the signals were read from (the gripper's speed)
     warnings: list[str] = field(default_factory=list)  # what looks wrong with the input (no event where one was due)
+    calibration: dict[str, Any] = field(default_factory=dict)  # the strokes used, and where they came from
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +89,7 @@ class SegmentResult:
             'thresholds': {k: _finite(v) for k, v in self.thresholds.items()},
             'skipped_samples': dict(self.skipped),
             'inputs': list(self.inputs),
+            **({'calibration': self.calibration} if self.calibration else {}),
             **({'warnings': list(self.warnings)} if self.warnings else {}),
             'events': [e.to_json(self.start_ns) for e in self.events],
             'timeline': [s.to_json(self.start_ns) for s in self.timeline],

@@ -19,6 +19,8 @@ Vec = tuple[float, float, float]
 
 # Thresholds sit this many noise sigmas above the sensor's noise floor ...
 NOISE_SIGMAS = 6.0
+# ... a push sustained over three samples needs fewer (a single sample beyond 4.5 sigmas is one in 300 000).
+TOUCH_SIGMAS = 4.5
 # ... and never below what a wrist F/T sensor resolves in practice.
 MIN_FORCE_N = 0.5
 # The baseline is the median of the first samples (a knock at start-up does not stick) ...
@@ -92,6 +94,29 @@ class WristLoad:
     def peak(self, since_ns: int, until_ns: int) -> float:
         return max((size for t, size in self.history if since_ns <= t <= until_ns), default=0.0)
 
+    def rose(self, since_ns: int, until_ns: int, run: int = 3, reference_ns: int = 300_000_000) -> int | None:
+        """The first stamp in [since, until] from which the load stood clearly above what it was just before
+        `since` (its median over `reference_ns`, by six of that stretch's noise sigmas and MIN_FORCE_N) for `run`
+        samples in a row: a finger pushing the object before the other arrives. None when it did not."""
+        before = [size for t, size in self.history if since_ns - reference_ns <= t < since_ns]
+        if len(before) < 5:
+            return None
+        level = median(before)
+        sigma = 1.4826 * median(abs(v - level) for v in before)
+        threshold = level + max(MIN_FORCE_N, TOUCH_SIGMAS * sigma)
+        start: int | None = None
+        above = 0
+        for t, size in self.history:
+            if t < since_ns or t > until_ns:
+                continue
+            if size > threshold:
+                start = start if start is not None else t
+                above += 1
+                if above >= run:
+                    return start
+            else:
+                start, above = None, 0
+        return None
 
 class _Window:
     """Values of the last `span_s` seconds and their median."""

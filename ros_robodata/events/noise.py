@@ -7,6 +7,7 @@ from collections import deque
 import numpy as np
 
 _MAD_TO_SIGMA = 1.4826
+_MEAN_TO_SIGMA = 1.2533  # sqrt(pi / 2): a normal variable's sigma over its mean absolute value
 
 
 class NoiseFloor:
@@ -29,9 +30,24 @@ class NoiseFloor:
             self._since += 1
             if self._since >= self._every or len(self._diffs) < self._every:
                 self._since = 0
-                # A difference of two samples has sqrt(2) times one sample's sigma.
-                self.sigma = float(np.median(self._diffs)) * _MAD_TO_SIGMA / np.sqrt(2)
+                # A difference of two samples has sqrt(2) times one sample's sigma. A quantised signal that jitters
+                # by one step now and then has a median difference of zero: its mean difference says its noise.
+                diffs = np.fromiter(self._diffs, dtype=float)
+                median = float(np.median(diffs))
+                if median > 0:
+                    self.sigma = median * _MAD_TO_SIGMA / np.sqrt(2)
+                else:  # the jitter of one or two quantisation steps, not a motion that slipped in
+                    moved = diffs[diffs > 0]
+                    jitter = diffs[diffs <= 2 * moved.min()] if moved.size else diffs
+                    self.sigma = float(np.mean(jitter)) * _MEAN_TO_SIGMA / np.sqrt(2)
         self._last = value
+
+    def scale(self, factor: float) -> None:
+        """The signal's unit changed by `factor` (a stroke re-calibrated): what was learnt is kept, in the new unit."""
+        k = abs(factor)
+        self._diffs = deque((d * k for d in self._diffs), maxlen=self._diffs.maxlen)
+        self.sigma *= k
+        self._last = None
 
     def reset_last(self) -> None:
         """Forget the previous value (after a gap), so the jump across the gap is not taken for noise."""

@@ -13,20 +13,24 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
+from ros_robodata.events.calibration import Priors, needs_prior, pool_priors
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 
 EVENTS_FILE = 'events.json'
+DATASET = 'dataset'
 
 
 def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
-                since_ns: int | None = None) -> SegmentResult:
+                since_ns: int | None = None, priors: Priors | None = None) -> SegmentResult:
     """Every event in one bag; times count from the first header stamp read. `since_ns`: samples stamped earlier
-    are not read (a recorded episode's, see episode_input_start). A gripper or wrench topic, or the gripper joint,
-    that the profile names but the bag lacks is an error naming what the bag has instead: never zero events."""
-    segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench, since_ns=since_ns)
+    are not read (a recorded episode's, see episode_input_start). `priors`: where earlier episodes found the
+    gripper's strokes (None: the profile's values until the bag's own rests say more). A gripper or wrench topic,
+    or the gripper joint, that the profile names but the bag lacks is an error naming what the bag has instead:
+    never zero events."""
+    segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench, since_ns=since_ns, priors=priors)
     if not segmenter.topics:
         raise BagError(f'{profile.source}: the profile names no gripper or wrench topic: nothing to segment from')
     with BagReader(path) as reader:
@@ -99,12 +103,15 @@ def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None
     write_json(path, {'format': 'ros_robodata.events/1', **(extra or {}), **result.to_json()})
 
 
-def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, **options: bool) -> SegmentResult:
-    """A recorded episode's events, from the samples the live segmenter read of it; its events.json written."""
+def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, *, priors: Priors | None = None,
+                    write: bool = True, **options: bool) -> SegmentResult:
+    """A recorded episode's events, from the samples the live segmenter read of it; its events.json written
+    (unless `write` is false)."""
     episode = dataset.episode(episode_id)
     since = None if episode.source else episode_input_start(episode.start_ns)  # imported: no live counterpart
-    result = segment_bag(dataset.bag_dir(episode_id), profile, since_ns=since, **options)
-    write_events(dataset.episode_dir(episode_id) / EVENTS_FILE, result, {'episode_id': episode_id})
+    result = segment_bag(dataset.bag_dir(episode_id), profile, since_ns=since, priors=priors, **options)
+    if write:
+        write_events(dataset.episode_dir(episode_id) / EVENTS_FILE, result, {'episode_id': episode_id})
     return result
 
 
@@ -115,6 +122,8 @@ class SegmentRun:
     results: dict[str, SegmentResult] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     nothing_to_do: str = ''  # why nothing was segmented at all (a rig without gripper and wrench)
+    priors: Priors | None = None  # the strokes pooled over the episodes, when there were several
+    repeated: list[str] = field(default_factory=list)  # segmented again from the pooled strokes
 
 
 def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
@@ -127,14 +136,32 @@ def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = Tr
         return run
     if not use_gripper and not use_wrench:
         raise RobodataError('segmenting needs the gripper or the wrench: both were left out')
+    def one(item: Item, priors: Priors | None) -> SegmentResult:
+        if item.dataset is not None:
+            return segment_episode(item.dataset, item.name, profile, priors=priors, write=False,
+                                   use_gripper=use_gripper, use_wrench=use_wrench)
+        return segment_bag(item.bag, profile, use_gripper=use_gripper, use_wrench=use_wrench, priors=priors)
+
+    by_name = {item.name: item for item in items}
     for item in progress(items) if progress else items:
         try:
-            run.results[item.name] = (
-                segment_episode(item.dataset, item.name, profile, use_gripper=use_gripper, use_wrench=use_wrench)
-                if item.dataset is not None else
-                segment_bag(item.bag, profile, use_gripper=use_gripper, use_wrench=use_wrench))
+            run.results[item.name] = one(item, None)
         except RobodataError as err:
             run.failed[item.name] = ' '.join(str(err).split())
+    # Pooled over what was segmented: where the gripper rests open and closes on nothing, for the episodes that
+    # judged a stroke before their own rests said it, or never saw what others did.
+    run.priors = pool_priors((r.calibration for r in run.results.values()), DATASET) if len(run.results) > 1 else None
+    for name, result in list(run.results.items()):
+        if run.priors is not None and needs_prior(result.calibration, run.priors):
+            try:
+                run.results[name] = one(by_name[name], run.priors)
+                run.repeated.append(name)
+            except RobodataError as err:  # read once already: a bag that changed under us
+                run.failed[name] = ' '.join(str(err).split())
+                del run.results[name]
+        item = by_name[name]
+        if item.dataset is not None and name in run.results:
+            write_events(item.dataset.episode_dir(name) / EVENTS_FILE, run.results[name], {'episode_id': name})
     return run
 
 

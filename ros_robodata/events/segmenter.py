@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ros_robodata.events.calibration import Priors
 from ros_robodata.events.detector import EventDetector, SegmenterSettings
 from ros_robodata.events.event import Event, SegmentResult
 from ros_robodata.events.order import StampOrder
@@ -15,8 +16,9 @@ from ros_robodata.signals import GripperReading, WrenchReading, read_command, re
 GRIPPER, WRENCH, COMMAND = 'gripper', 'wrench', 'command'
 
 
-def settings_from_profile(profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True
-                          ) -> SegmenterSettings:
+def settings_from_profile(profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
+                          priors: Priors | None = None) -> SegmenterSettings:
+    """The detector's settings from a robot profile; `priors`: where earlier episodes found the strokes."""
     gripper, seg = profile.topics.gripper, profile.segmenter
     command = gripper.command if gripper and use_gripper else None
     return SegmenterSettings(
@@ -30,6 +32,8 @@ def settings_from_profile(profile: Profile, *, use_gripper: bool = True, use_wre
         gripper_velocity_threshold=seg.gripper_velocity_threshold,
         contact_force_threshold_n=seg.contact_force_threshold_n,
         min_event_gap_s=seg.min_event_gap_s,
+        gripper_prior=priors.gripper if priors is not None else None,
+        command_prior=priors.command if priors is not None and command is not None else None,
     )
 
 
@@ -63,9 +67,10 @@ class Segmenter:
     not read (see episode_input_start)."""
 
     def __init__(self, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
-                 since_ns: int | None = None) -> None:
+                 since_ns: int | None = None, priors: Priors | None = None) -> None:
         self.since_ns = since_ns
-        self.settings = settings_from_profile(profile, use_gripper=use_gripper, use_wrench=use_wrench)
+        self.priors = priors
+        self.settings = settings_from_profile(profile, use_gripper=use_gripper, use_wrench=use_wrench, priors=priors)
         self.detector = EventDetector(self.settings)
         t = profile.topics
         self.gripper_joint = t.gripper.joint if t.gripper else ''
@@ -158,6 +163,9 @@ class Segmenter:
         d = self.detector
         start = start_ns if start_ns is not None else d._first_ns
         end = end_ns if end_ns is not None else d._last_ns
+        calibration = d.calibrations()
+        if calibration and self.priors is not None:
+            calibration['prior'] = self.priors.to_json()
         return SegmentResult(events=list(d.events), timeline=d.timeline(start, end), start_ns=start, end_ns=end,
                              sources=self.sources, thresholds=d.thresholds(), skipped=dict(d.skipped),
-                             inputs=d.inputs(), warnings=d.warnings())
+                             inputs=d.inputs(), warnings=d.warnings(), calibration=calibration)

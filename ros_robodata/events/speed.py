@@ -34,6 +34,10 @@ class FingerSpeed:
         self.source = ''  # MESSAGE or POSITIONS: what the last sample's speed came from
         self.span_s = SPAN_NS / 1e9  # the stamp time the last derived speed spans
 
+    def rescale(self, factor: float, offset: float) -> None:
+        """Positions re-expressed as factor * x + offset (the stroke was re-calibrated): the history moves with them."""
+        self._recent = deque((t, factor * x + offset) for t, x in self._recent)
+
     def gap(self) -> None:
         """The stream had a gap: the jump across it is not motion."""
         self._recent.clear()

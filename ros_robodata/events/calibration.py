@@ -1,0 +1,78 @@
+"""Priors for the segmenter's strokes, pooled from the episodes of a dataset or of one live session.
+
+An episode calibrates its gripper from its own rests (stroke.py); what it has not shown yet (the closed end of a
+gripper that never closed on nothing in it, the open end before its first rest) comes from a prior. Offline, a
+dataset's episodes are segmented once each from the profile, their observations pooled, and the episodes whose
+events the pooled prior could change are segmented again with it; live, the segmenter node pools the episodes
+of its own run and says which prior each episode started from, so `robodata segment` can start from the same
+one and find the same events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ros_robodata.events.stroke import PROFILE, Observed, Stroke, differs, pooled
+
+GRIPPER, COMMAND = 'gripper', 'command'
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Where earlier episodes found the gripper (and its command) to close and open; None: the profile's."""
+
+    gripper: Stroke | None = None
+    command: Stroke | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v.to_json() for k, v in ((GRIPPER, self.gripper), (COMMAND, self.command)) if v is not None}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Priors | None:
+        """Priors as to_json (or events.json's `prior`) wrote them; None when `doc` holds none."""
+        if not isinstance(doc, Mapping):
+            return None
+        gripper, command = Stroke.from_json(doc.get(GRIPPER)), Stroke.from_json(doc.get(COMMAND))
+        return cls(gripper, command) if gripper is not None or command is not None else None
+
+    def describe(self) -> str:
+        parts = [f'{name} {s.closed:.4g}..{s.open:.4g} ({s.source})'
+                 for name, s in ((GRIPPER, self.gripper), (COMMAND, self.command)) if s is not None]
+        return ', '.join(parts) or 'the profile'
+
+
+def pool_priors(calibrations: Iterable[Mapping[str, Any]], source: str) -> Priors | None:
+    """A prior from the `calibration` sections of several episodes' results (events.json): per channel, the
+    median of their most open rests and of where they closed on nothing. None when no episode showed a rest."""
+    found: dict[str, Stroke | None] = {}
+    docs = [c for c in calibrations if isinstance(c, Mapping)]
+    for channel in (GRIPPER, COMMAND):
+        sections = [d[channel] for d in docs if isinstance(d.get(channel), Mapping)]
+        nominal = next((s for s in (Stroke.from_json(x.get(PROFILE)) for x in sections) if s is not None), None)
+        if nominal is None:
+            found[channel] = None
+            continue
+        found[channel] = pooled(nominal, (Observed.from_json(x.get('observed')) for x in sections), source)
+    if found[GRIPPER] is None and found[COMMAND] is None:
+        return None
+    return Priors(found[GRIPPER], found[COMMAND])
+
+
+def needs_prior(calibration: Mapping[str, Any], priors: Priors) -> bool:
+    """Whether an episode segmented from the profile could read differently from the pooled prior: it judged
+    a stroke before its own rests had told it the stroke, or it never saw where the gripper closes on nothing
+    while the pool did, and the prior differs from what it used."""
+    for channel, prior in ((GRIPPER, priors.gripper), (COMMAND, priors.command)):
+        section = calibration.get(channel)
+        if prior is None or not isinstance(section, Mapping):
+            continue
+        used = Stroke.from_json(section)
+        if used is None:
+            continue
+        observed = Observed.from_json(section.get('observed'))
+        unseen_closed = observed.empty_closed is None and abs(prior.closed - used.closed) > 0
+        if (section.get('judged_before_calibrated') or unseen_closed) and differs(used, prior):
+            return True
+    return False
