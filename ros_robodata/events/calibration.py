@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ros_robodata import untrusted
+from ros_robodata.errors import RobodataError
 from ros_robodata.events.stroke import PROFILE, Observed, Stroke, differs, pooled
+from ros_robodata.files import write_json
 
 GRIPPER, COMMAND = 'gripper', 'command'
+SESSION = 'session'
+# In an episode's folder: the strokes the live segmenter started the episode from.
+PRIOR_FILE = 'segmenter_prior.json'
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,8 @@ def needs_prior(calibration: Mapping[str, Any], priors: Priors) -> bool:
     """Whether an episode segmented from the profile could read differently from the pooled prior: it judged
     a stroke before its own rests had told it the stroke, or it never saw where the gripper closes on nothing
     while the pool did, and the prior differs from what it used."""
+    if calibration.get('prior_from') == 'live':  # started from what the live segmenter used: keep it so
+        return False
     for channel, prior in ((GRIPPER, priors.gripper), (COMMAND, priors.command)):
         section = calibration.get(channel)
         if prior is None or not isinstance(section, Mapping):
@@ -76,3 +85,23 @@ def needs_prior(calibration: Mapping[str, Any], priors: Priors) -> bool:
         if (section.get('judged_before_calibrated') or unseen_closed) and differs(used, prior):
             return True
     return False
+
+
+def write_prior(episode_dir: Path, priors: Priors | None, pooled_episodes: int) -> None:
+    """Record, in an episode's folder, the strokes the live segmenter started it from (None: the profile's)."""
+    write_json(episode_dir / PRIOR_FILE, {'format': 'ros_robodata.segmenter_prior/1',
+                                          'prior': priors.to_json() if priors is not None else {},
+                                          'pooled_episodes': pooled_episodes})
+
+
+def read_prior(episode_dir: Path) -> tuple[bool, Priors | None]:
+    """(True, the strokes) when the live segmenter recorded what it started this episode from (None: the
+    profile's); (False, None) when it recorded nothing. A damaged file is an error naming it."""
+    path = episode_dir / PRIOR_FILE
+    if not path.exists():
+        return False, None
+    doc = untrusted.read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get('prior'), dict):
+        raise RobodataError(f'{path}: not a segmenter prior (no "prior" mapping): delete it to pool the dataset '
+                            'instead')
+    return True, Priors.from_json(doc['prior'])

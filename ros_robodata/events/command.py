@@ -39,8 +39,8 @@ class GripperCommandWatch:
         self.raw = math.nan  # the latest command in its own units
         self.value = math.nan  # ... and in stroke fractions
         self._recent: deque[tuple[int, float]] = deque(maxlen=64)  # (stamp, raw)
-        self._offset = 0.0  # fingers minus command while free and still
-        self._offset_set = False
+        self._offset = 0.0  # fingers minus command while free and still: the median of the recent gaps
+        self._gaps: deque[float] = deque(maxlen=31)
         self._gap_noise = NoiseFloor()
         self.samples = 0
 
@@ -65,8 +65,13 @@ class GripperCommandWatch:
             return False
         self.stroke = stroke
         self.value = stroke.fraction(self.raw) if math.isfinite(self.raw) else math.nan
-        self._offset, self._offset_set, self._gap_noise = 0.0, False, NoiseFloor()
+        self.forget_offset()
         return True
+
+    def forget_offset(self) -> None:
+        """The fingers' or the command's scale changed: the offset between them is learnt again."""
+        self._offset, self._gap_noise = 0.0, NoiseFloor()
+        self._gaps.clear()
 
     def fresh(self, now_ns: int) -> bool:
         return self._stamp is not None and abs(now_ns - self._stamp) <= FRESH_NS
@@ -91,8 +96,8 @@ class GripperCommandWatch:
             return
         gap = x - self.value
         self._gap_noise.add(gap)
-        self._offset = gap if not self._offset_set else self._offset + 0.05 * (gap - self._offset)
-        self._offset_set = True
+        self._gaps.append(gap)
+        self._offset = sorted(self._gaps)[len(self._gaps) // 2]
 
     @property
     def offset(self) -> float:

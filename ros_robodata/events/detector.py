@@ -143,6 +143,7 @@ class _Grasp:
     slip_pending: tuple[int, Evidence, int] | None = None  # the carried load went: (when, evidence, seen) until
     # what the fingers do next says whether it slipped or was set down
     hold_x: float = math.nan  # where the grasp settled (slow creep moves it, a slip's closing on does not)
+    pressed: bool = False  # the command pressed the held fingers further shut
     letgo: tuple[int, list[Evidence], bool] | None = None  # an opening under way: (onset, evidence, placed)
     left_ns: int | None = None  # when the opening fingers passed back where they met the object
     sinking_ns: int | None = None  # when the fingers began closing on past where they held
@@ -160,6 +161,7 @@ class _Grasp:
     fast_pts: list[tuple[int, float]] = field(default_factory=list)  # the last samples closing at speed
     slow_pts: list[tuple[int, float]] = field(default_factory=list)  # the first samples after the stroke slowed
     knee_x: float = math.nan  # where the fingers met the object (the closing's end, before any squeeze)
+    new_stroke: bool = False  # a pause ended the last cruise: the next one starts the line afresh
 
 
 class EventDetector:
@@ -350,6 +352,8 @@ class EventDetector:
         factor = self._stroke / stroke.span
         offset = (self._closed - stroke.closed) / stroke.span
         self._closed, self._stroke = stroke.closed, stroke.span
+        if self._command is not None:
+            self._command.forget_offset()
         self._x_noise.scale(factor)
         self._v_noise.scale(factor)
         self._speed.rescale(factor, offset)
@@ -434,13 +438,15 @@ class EventDetector:
             elif g.rest_since is None:
                 g.rest_since = t
             elif t - g.rest_since >= max(PAUSE_MIN_S * 1e9, 3 * self._period_ns()):
-                g.peak_v = 0.0  # at rest a while: a pause; whatever comes next is a stroke of its own
-                g.fast_pts.clear()
+                g.peak_v, g.new_stroke = 0.0, True  # at rest a while: a pause; what comes next is a stroke of its own
+            if closing and not math.isnan(g.stop_x) and self._squeeze_building(g, effort):
+                closing = False  # the grip force builds: the fingers press into the object, not closing freely
             if closing:
                 g.peak_v = max(g.peak_v, -v)
             if closing and v <= -CRUISE * g.peak_v:  # at its cruising speed: the line the contact is read from
-                g.fast_pts = [*g.fast_pts[-2:], (t, x)]
+                g.fast_pts = [(t, x)] if g.new_stroke else [*g.fast_pts[-2:], (t, x)]
                 g.slow_pts.clear()
+                g.new_stroke = False
             elif g.fast_pts and len(g.slow_pts) < 2:  # the first samples after the stroke slowed
                 g.slow_pts.append((t, x))
             if closing and v < -KNEE * g.peak_v:  # still closing at speed, not creeping on after a stop
@@ -568,9 +574,16 @@ class EventDetector:
         else:
             g.sinking_ns = None
         sink = max(SLIP_SINK, 3 * m)
-        if x <= m or x < g.hold_x - sink:  # the object left when the fingers began to close on past the hold
+        command = self._command if self._command is not None and self._command.fresh(t) else None
+        press = command.pressing(x, t) if command is not None else None
+        g.pressed |= press is not None
+        # With a command: the fingers closed on past the hold until they stand where the command asks, so
+        # nothing holds them open any more (a follower whose leader was squeezing beyond the object).
+        caught_up = g.pressed and command is not None and press is None and x < g.hold_x - m and abs(v) <= vt
+        if x <= m or x < g.hold_x - sink or caught_up:  # the object left when the fingers closed on past the hold
             at = g.slip_pending[0] if g.slip_pending is not None else (g.sinking_ns or t)
-            evidence = [ev_x] if x <= m else [Evidence('gripper.closed_past_hold', g.hold_x - x, sink)]
+            evidence = [ev_x] if x <= m else [Evidence('gripper.closed_past_hold', g.hold_x - x, m if caught_up
+                                                       else sink)]
             if g.slip_pending is not None:
                 evidence.append(g.slip_pending[1])
             self._fail(out, at, t, evidence, 'the fingers closed on past where they held: the object slipped out', x,
@@ -625,6 +638,14 @@ class EventDetector:
             self._emit(out, RELEASE, start, t, 0.95 if placed or v > 0 else 0.8, evidence)
         self._emit(out, CONTACT_LOST, start, t, 0.9, evidence[:1])
         self._to_idle(opened_at=start)
+
+    def _squeeze_building(self, g: _Grasp, effort: float) -> bool:
+        """The effort stands clearly above what closing freely took (six noise sigmas): the grip force is building
+        on an object."""
+        if not math.isfinite(effort) or len(g.efforts) < 5:
+            return False
+        free = sorted(e for _, e in g.efforts[:max(5, len(g.efforts) // 2)])
+        return effort - free[len(free) // 2] > max(NOISE_SIGMAS * self._e_noise.sigma, 1e-9)
 
     def _first_touch(self, g: _Grasp, stop_ns: int) -> tuple[int, Evidence] | None:
         """When a finger first touched the object, if before the fingers stopped: the wrist felt a push, or the

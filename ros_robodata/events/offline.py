@@ -13,7 +13,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
-from ros_robodata.events.calibration import Priors, needs_prior, pool_priors
+from ros_robodata.events.calibration import Priors, needs_prior, pool_priors, read_prior
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.files import write_json
@@ -109,7 +109,12 @@ def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, *, prio
     (unless `write` is false)."""
     episode = dataset.episode(episode_id)
     since = None if episode.source else episode_input_start(episode.start_ns)  # imported: no live counterpart
+    live, recorded = read_prior(dataset.episode_dir(episode_id)) if not episode.source else (False, None)
+    if live:  # the strokes the live segmenter started from: the same events, to the nanosecond
+        priors = recorded
     result = segment_bag(dataset.bag_dir(episode_id), profile, since_ns=since, priors=priors, **options)
+    if live and result.calibration:
+        result.calibration['prior_from'] = 'live'
     if write:
         write_events(dataset.episode_dir(episode_id) / EVENTS_FILE, result, {'episode_id': episode_id})
     return result

@@ -8,13 +8,17 @@ labels on /robodata/event_markers (visualization_msgs/msg/MarkerArray).
 At each episode START the detector starts afresh from the samples kept since the episode's data began (its
 first message, pre-roll included: EpisodeEvent.data_start; events/segmenter.py, episode_input_start):
 `robodata segment` reads the same samples of the bag, so the events recorded live and those in events.json are
-the same.
+the same. The gripper's stroke is calibrated from the data (events/stroke.py): each episode starts from what the
+earlier episodes of this run showed (pooled, events/calibration.py), and with `dataset` set the node writes that
+starting point into the episode's folder (segmenter_prior.json), which `robodata segment` then starts from too.
+At STOP the episode is finished (a close on nothing still held is said then) and its stroke logged.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from geometry_msgs.msg import WrenchStamped
@@ -25,6 +29,7 @@ from std_msgs.msg import Float32, Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.calibration import SESSION, Priors, pool_priors, write_prior
 from ros_robodata.events.event import Event
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
@@ -49,6 +54,9 @@ class SegmenterNode(Node):
         use_wrench = declare(self, 'use_wrench', True, 'Read the wrist wrench (false: gripper only)')
         self._marker_frame = declare(self, 'marker_frame', '',
                                      "Frame of the RViz labels (empty: the profile's robot.base_frame)")
+        self._dataset = declare(self, 'dataset', '', 'Dataset folder the recorder writes: each episode gets the '
+                                'gripper strokes this node started it from (segmenter_prior.json), so `robodata '
+                                'segment` finds the same events; empty: nothing written')
         self._label_lifetime = declare(self, 'label_lifetime_s', 3.0, 'How long an RViz label stays up')
         if not profile_path:
             raise RobodataError('parameter `profile` is required')
@@ -56,6 +64,7 @@ class SegmenterNode(Node):
         self._options = {'use_gripper': use_gripper, 'use_wrench': use_wrench}
         self.segmenter = Segmenter(self.profile, **self._options)
         self.episode_id = ''
+        self._calibrations: list[dict[str, Any]] = []  # what each finished episode of this run showed
         self._kept: deque[tuple[str, Any, int]] = deque()  # (role, reading, received) as they came
         self._clock_ns = clock_of(self)
         self._keep_ns = round((self.profile.recording.pre_roll_s + _KEEP_MARGIN_S) * 1e9)
@@ -102,12 +111,35 @@ class SegmenterNode(Node):
         if msg.event == EpisodeEvent.START:
             self.episode_id = msg.episode_id
             start = msg.data_start.sec * 1_000_000_000 + msg.data_start.nanosec
-            self.segmenter = Segmenter(self.profile, since_ns=episode_input_start(start), **self._options)
+            priors = pool_priors(self._calibrations, SESSION)
+            self.segmenter = Segmenter(self.profile, since_ns=episode_input_start(start), priors=priors,
+                                       **self._options)
+            self._write_prior(msg.episode_id, priors)
             for role, reading, received in list(self._kept):  # the pre-roll and what came before this event
                 for event in self.segmenter.add(role, reading, received):
                     self._publish(event)
         elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.episode_id:
+            for event in self.segmenter.finish():
+                self._publish(event)
+            result = self.segmenter.result()
+            if msg.event == EpisodeEvent.STOP and result.calibration:
+                self._calibrations.append(result.calibration)
+                stroke = result.calibration.get('gripper', {})
+                self.get_logger().info(f'{self.episode_id}: gripper stroke {stroke.get("closed")}..'
+                                       f'{stroke.get("open")} ({stroke.get("source")})')
+            for warning in result.warnings:
+                self.get_logger().warning(f'{self.episode_id}: {warning}')
             self.episode_id = ''
+
+    def _write_prior(self, episode_id: str, priors: Priors | None) -> None:
+        """Where this episode's strokes started from, for `robodata segment` (a missing folder: said, not fatal)."""
+        if not self._dataset:
+            return
+        try:
+            write_prior(Path(self._dataset) / 'episodes' / episode_id, priors, len(self._calibrations))
+        except (OSError, RobodataError) as err:
+            self.get_logger().warning(f'{episode_id}: could not write its segmenter prior ({err}): `robodata '
+                                      'segment` will pool the dataset instead, and may differ from the live events')
 
     def _publish(self, event: Event) -> None:
         msg = SegmentEvent(episode_id=self.episode_id, kind=event.kind, confidence=float(event.confidence))

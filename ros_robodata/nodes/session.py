@@ -32,7 +32,8 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
         delete_discarded=delete_discarded, use_sim_time=use_sim_time,
         min_episode_s=float(min_episode_s) if min_episode_s is not None else None))]
     if segment:
-        makers.append(lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, use_sim_time=use_sim_time)))
+        makers.append(lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, dataset=dataset,
+                                                                           use_sim_time=use_sim_time)))
     if monitor:
         makers.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile,
                                                                              use_sim_time=use_sim_time)))

@@ -206,6 +206,10 @@ class EpisodeQuality:
             if speed > 0.1:  # a tenth of the stroke per second: the fingers are moving
                 self._gripper_moving.add(last[0], speed, end_ns=reading.stamp_ns)
 
+    def gripper_last(self) -> float | None:
+        """The last gripper reading in the joint's own units; None without a gripper."""
+        return None if self.gripper is None or self._gripper_last is None else self._gripper_last[1]
+
     def gripper_opening(self) -> float | None:
         """The last gripper reading as a share of the stroke (0 closed, 1 open); None without a gripper."""
         if self.gripper is None or self._gripper_last is None:

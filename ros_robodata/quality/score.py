@@ -15,8 +15,10 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.calibration import Priors, read_prior
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.segmenter import Segmenter, episode_input_start
+from ros_robodata.events.stroke import Stroke
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
@@ -32,18 +34,27 @@ class BagScore:
     """One bag's checks, plus what the dataset-level steps need from it."""
 
     report: EpisodeReport
-    gripper_opening_at_end: float | None = None
+    gripper_opening_at_end: float | None = None  # 0 closed .. 1 open, in the stroke the segmenter found
     notes: list[str] = field(default_factory=list)
     segments: SegmentResult | None = None  # when asked to segment in the same pass
+    gripper_last: float | None = None  # the last gripper reading in its own units
+
+    def opening_in(self, calibration: Any) -> None:
+        """The gripper's opening at the end in the stroke its events were found with (events.json's calibration),
+        not the profile's nominal one: a gripper that opens to 40 of a documented 100 is fully open at 40."""
+        stroke = Stroke.from_json(calibration.get('gripper')) if isinstance(calibration, dict) else None
+        if stroke is not None and self.gripper_last is not None:
+            self.gripper_opening_at_end = stroke.fraction(self.gripper_last)
 
 
 def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
-              image_rate_hz: float = 0.0, segment: bool = False, segment_since_ns: int | None = None) -> BagScore:
+              image_rate_hz: float = 0.0, segment: bool = False, segment_since_ns: int | None = None,
+              priors: Priors | None = None) -> BagScore:
     """Stream one bag through every check (one pass, no message kept); with `segment`, the segmenter reads
-    the same pass (from `segment_since_ns`, as `robodata segment` does), so an unsegmented episode is not read
-    twice."""
+    the same pass (from `segment_since_ns` and `priors`, as `robodata segment` does), so an unsegmented episode is
+    not read twice."""
     checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
-    segmenter = Segmenter(profile, since_ns=segment_since_ns) \
+    segmenter = Segmenter(profile, since_ns=segment_since_ns, priors=priors) \
         if segment and (profile.topics.gripper or profile.topics.wrench) else None
     with BagReader(path) as reader:
         for message in reader.messages():
@@ -60,7 +71,10 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
         if segmenter is not None and any(topic in reader.topics for topic in segmenter.topics):
             segmenter.finish()
             segments = segmenter.result()
-        return BagScore(report, opening, list(reader.notes), segments)
+        scored = BagScore(report, opening, list(reader.notes), segments, checks.gripper_last())
+        if segments is not None:
+            scored.opening_in(segments.calibration)
+        return scored
 
 
 @dataclass
@@ -102,14 +116,15 @@ def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool, int 
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
     pass (and gets its events.json); a bag on its own (no folder) is segmented in memory. An events.json that
     cannot be read is said in the bag's notes (with its path), and the success criteria are not judged."""
-    from ros_robodata.events.offline import EVENTS_FILE, read_events, write_events
+    from ros_robodata.events.offline import EVENTS_FILE, read_events_file, write_events
 
     name, bag, folder, outcome, profile, images, since = args
     events_path = Path(folder) / EVENTS_FILE if folder is not None else None
     has_events = events_path is not None and events_path.is_file()
     try:
+        live, priors = read_prior(Path(folder)) if folder is not None and since is not None else (False, None)
         scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not has_events,
-                           segment_since_ns=since)
+                           segment_since_ns=since, priors=priors if live else None)
     except RobodataError as err:
         return name, ' '.join(str(err).split()), None
     events = None
@@ -122,7 +137,9 @@ def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool, int 
         events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
     elif events_path is not None and has_events:
         try:
-            events = read_events(events_path)
+            doc = read_events_file(events_path)
+            events = doc['events']
+            scored.opening_in(doc.get('calibration'))
         except RobodataError as err:
             scored.notes.append(f'{" ".join(str(err).split())}; success criteria not judged')
     return name, scored, events
