@@ -203,3 +203,64 @@ def iter_episodes(family: Family, seeds: int) -> Iterator[tuple[int, str, dict[s
 
 def finite(value: float) -> bool:
     return value == value and not math.isinf(value)
+
+
+# --- a family as a dataset: the success verdict and the review queue ----------------------------------------------
+
+@dataclass
+class DatasetRun:
+    """One family's episodes in a dataset, segmented and scored as a user would, with what the verdict said."""
+
+    family: str
+    outcomes: dict[str, str]  # episode id -> the physics' outcome
+    verdicts: dict[str, bool | None]  # episode id -> the success verdict (None: not judged)
+    mislabelled: list[str] = field(default_factory=list)
+    picks: list[str] = field(default_factory=list)  # the review queue at the budget asked
+
+    @property
+    def agreeing(self) -> int:
+        return sum(1 for e, v in self.verdicts.items() if v is not None and v == (self.outcomes[e] != 'failure'))
+
+
+WRONG = {'success': 'failure', 'recovery': 'failure', 'failure': 'success'}
+
+
+def make_dataset(family: Family, root: Path, seeds: int, *, mislabel: int = 0, seed: int = 0) -> DatasetRun:
+    """A dataset of the family's episodes (each scenario x `seeds`) as bags beside their operator labels, with
+    `mislabel` labels wrong on purpose (picked at random by `seed`, from episodes of each outcome)."""
+    from ros_robodata.dataset import Dataset
+    from ros_robodata.dataset.episode import Episode
+
+    dataset = Dataset.create(root, profile=family.profile)
+    outcomes: dict[str, str] = {}
+    for s, scenario, episode in iter_episodes(family, seeds):
+        episode_id = f'{scenario}-{s:02d}'
+        write_bag(episode, dataset.bag_dir(episode_id))
+        outcomes[episode_id] = str(episode['outcome'])
+    rng = np.random.default_rng(seed)
+    wrong = [str(e) for e in rng.choice(sorted(outcomes), size=mislabel, replace=False)] if mislabel else []
+    for episode_id, outcome in outcomes.items():
+        label = WRONG[outcome] if episode_id in wrong else outcome
+        dataset.add_episode(Episode(id=episode_id, task='pick_place', operator='bench', status='complete',
+                                    outcome=label, robot=family.profile.robot.name), who='bench')
+        dataset.record_checksums(episode_id, who='bench')
+    return DatasetRun(family.name, outcomes, {}, wrong)
+
+
+def judge(run: DatasetRun, root: Path, *, budget: int | None = None) -> DatasetRun:
+    """`robodata segment`, `robodata score` (and `robodata select --budget N`) on the dataset, as a user runs them;
+    the verdicts read back from each episode's quality.json."""
+    import json
+
+    from ros_robodata import score, segment, select_for_review
+    from ros_robodata.dataset import Dataset
+
+    dataset = Dataset.open(root)
+    segment(dataset)
+    score(dataset)
+    for episode_id in run.outcomes:
+        quality = json.loads((dataset.episode_dir(episode_id) / 'quality.json').read_text())
+        run.verdicts[episode_id] = (quality.get('success') or {}).get('success')
+    if budget is not None:
+        run.picks = [p.episode_id for p in select_for_review(dataset, budget=budget).picks]
+    return run

@@ -78,9 +78,36 @@ def run(args: argparse.Namespace) -> int:
         said = Counter(line for result in run.results.values() for line in result.inputs)
         for line, count in said.items():
             stdout.print(f'{line} ({count} of {len(run.results)})', markup=False)
+        if run.priors is not None:
+            stdout.print(f'strokes pooled over the {len(run.results)} episodes: {run.priors.describe()}; '
+                         f'{len(run.repeated)} episode(s) segmented again from them', markup=False)
+    summary = warning_summary(run.results)
+    if summary:
+        stderr.print(f'robodata segment: {summary}', markup=False)
     for episode_id, reason in run.failed.items():
         stderr.print(f'robodata segment: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if run.failed else EXIT_OK
+
+
+def warning_summary(results: dict[str, SegmentResult]) -> str:
+    """One line for a run of several episodes: how many had warnings, and of which kind (their words before the
+    first number), most frequent first; '' when none had any."""
+    warned = {name: r.warnings for name, r in results.items() if r.warnings}
+    if len(results) < 2 or not warned:
+        return ''
+    kinds = Counter(_kind(w) for warnings in warned.values() for w in set(map(_kind, warnings)))
+    listed = '; '.join(f'{count} {kind}' for kind, count in kinds.most_common())
+    return f'{len(warned)} of {len(results)} episodes had warnings: {listed}'
+
+
+def _kind(warning: str) -> str:
+    words = []
+    for word in warning.split():
+        if any(ch.isdigit() for ch in word) or word.endswith(':'):
+            words.append(word.rstrip(':')) if word.endswith(':') and not any(c.isdigit() for c in word) else None
+            break
+        words.append(word)
+    return ' '.join(words[:8])
 
 
 def _show(args: argparse.Namespace, name: str, result: SegmentResult) -> None:

@@ -31,9 +31,12 @@ STEADY_NS = 300_000_000
 class GripperCommandWatch:
     """Feed `add` the command samples and `free` the fingers' position while they move freely or rest open."""
 
-    def __init__(self, nominal: Stroke, prior: Stroke | None = None) -> None:
+    def __init__(self, nominal: Stroke, prior: Stroke | None = None, *, shared: Stroke | None = None) -> None:
+        """`shared`: the command is in the fingers' own units (the profile gives both the same range): it is read
+        on the fingers' calibrated stroke, given here and by `use_stroke`, instead of calibrating its own."""
         self.calibration = StrokeWatch(nominal, prior)
-        self.stroke = self.calibration.stroke
+        self.shared = shared is not None
+        self.stroke = shared if shared is not None else self.calibration.stroke
         self._pending = False
         self._stamp: int | None = None
         self.raw = math.nan  # the latest command in its own units
@@ -47,7 +50,7 @@ class GripperCommandWatch:
     def add(self, stamp_ns: int, value: float) -> None:
         if not math.isfinite(value) or (self._stamp is not None and stamp_ns <= self._stamp):
             return
-        self._pending |= self.calibration.add(stamp_ns, value)
+        self._pending |= self.calibration.add(stamp_ns, value) and not self.shared
         self._stamp = stamp_ns
         self.raw = value
         self.value = self.stroke.fraction(value)
@@ -67,6 +70,13 @@ class GripperCommandWatch:
         self.value = stroke.fraction(self.raw) if math.isfinite(self.raw) else math.nan
         self.forget_offset()
         return True
+
+    def use_stroke(self, stroke: Stroke) -> None:
+        """The fingers' stroke, for a command in their units (see `shared`)."""
+        if self.shared and stroke != self.stroke:
+            self.stroke = stroke
+            self.value = stroke.fraction(self.raw) if math.isfinite(self.raw) else math.nan
+            self.forget_offset()
 
     def forget_offset(self) -> None:
         """The fingers' or the command's scale changed: the offset between them is learnt again."""

@@ -192,8 +192,11 @@ class EventDetector:
         self._g_last: tuple[int, float, float] | None = None  # stamp, x, v
         self._g_periods: deque[int] = deque(maxlen=50)
         self._speed = FingerSpeed()
+        same_units = (settings.command_open, settings.command_closed) == (settings.open_position,
+                                                                        settings.closed_position)
         self._command = (GripperCommandWatch(Stroke(settings.command_closed, settings.command_open),  # type: ignore[arg-type]
-                                             settings.command_prior) if settings.has_command else None)
+                                             settings.command_prior, shared=used if same_units else None)
+                         if settings.has_command else None)
         self._x_range: tuple[float, float] | None = None  # the fingers' travel, for the no-event warning
         self.gripper_samples = 0
         self._still_ns: int | None = None  # the last gripper sample where the fingers stood still, and where
@@ -300,7 +303,8 @@ class EventDetector:
         self._seen(r.stamp_ns)
         self.gripper_samples += 1
         self.calibration.set_noise(self._x_noise.sigma * abs(self._stroke))
-        self._recalibrate_due |= self.calibration.add(r.stamp_ns, r.position)
+        self._recalibrate_due |= self.calibration.add(r.stamp_ns, r.position,
+                                                      idle=self._state in (_IDLE, _EMPTY) and self._grasp is None)
         if self._state == _IDLE:
             self._recalibrate()
         x = (r.position - self._closed) / self._stroke
@@ -354,6 +358,7 @@ class EventDetector:
         self._closed, self._stroke = stroke.closed, stroke.span
         if self._command is not None:
             self._command.forget_offset()
+            self._command.use_stroke(stroke)
         self._x_noise.scale(factor)
         self._v_noise.scale(factor)
         self._speed.rescale(factor, offset)
@@ -923,7 +928,7 @@ class EventDetector:
             line = self.calibration.report()
             if line:
                 out.append(f'gripper positions {line}')
-            if self._command is not None and self._command.samples:
+            if self._command is not None and self._command.samples and not self._command.shared:
                 line = self._command.calibration.report()
                 if line:
                     out.append(f'gripper command {line}')

@@ -36,6 +36,9 @@ MIN_SHARE = 0.2
 # A closed end learnt from a close on nothing is only believed within this share of the nominal stroke from the
 # profile's closed position (farther, the fingers were on something after all).
 CLOSED_BAND = 0.25
+# A rest while holding nothing this close to the profile's closed position (a share of the stroke seen) is the
+# gripper parked closed: where it closes to on nothing.
+PARKED_SHARE = 0.15
 # A change of the stroke smaller than this share of the stroke in use is not worth re-scaling for.
 RESCALE_SHARE = 0.03
 # The observed stroke is reported when it is under this share of the profile's, or reaches beyond it by more
@@ -125,6 +128,7 @@ class StrokeWatch:
         self._most_open: float | None = None  # the most open rest's mean, in units
         self._most_closed: float | None = None
         self._empty: list[float] = []  # where the fingers rested closed on nothing
+        self._idle_closed: float | None = None  # the most closed rest while holding nothing
         self.samples = 0
         self.noise = 0.0
 
@@ -132,8 +136,9 @@ class StrokeWatch:
         """The channel's sample noise (its own units): a rest's band is at least four of it."""
         self.noise = sigma
 
-    def add(self, stamp_ns: int, value: float) -> bool:
-        """One sample; True when the estimate moved by more than RESCALE_SHARE of the stroke in use."""
+    def add(self, stamp_ns: int, value: float, *, idle: bool = False) -> bool:
+        """One sample; True when the estimate moved by more than RESCALE_SHARE of the stroke in use. `idle`: the
+        fingers hold nothing now (a rest near the closed end is then the gripper parked closed on nothing)."""
         if not math.isfinite(value):
             return False
         self.samples += 1
@@ -146,7 +151,7 @@ class StrokeWatch:
         self._run_sum += value
         if self._run_n < DWELL_SAMPLES or stamp_ns - self._run_from < DWELL_S * 1e9:
             return False
-        return self._moved(lambda: self._rest_at(self._run_sum / self._run_n))
+        return self._moved(lambda: self._rest_at(self._run_sum / self._run_n, idle))
 
     def resting_at(self) -> float | None:
         """The mean of the rest under way, once it counts as one; None while the channel moves."""
@@ -169,11 +174,13 @@ class StrokeWatch:
         return abs(after.open - before.open) > RESCALE_SHARE * abs(before.span) or \
             abs(after.closed - before.closed) > RESCALE_SHARE * abs(before.span)
 
-    def _rest_at(self, centre: float) -> None:
+    def _rest_at(self, centre: float, idle: bool) -> None:
         if self._most_open is None or (centre - self._most_open) * self._sign > 0:
             self._most_open = centre
         if self._most_closed is None or (self._most_closed - centre) * self._sign > 0:
             self._most_closed = centre
+        if idle and (self._idle_closed is None or (self._idle_closed - centre) * self._sign > 0):
+            self._idle_closed = centre
 
     @property
     def observed(self) -> Observed:
@@ -186,7 +193,7 @@ class StrokeWatch:
         this episode or of the prior, whichever is more open (never closer to closed than MIN_SHARE of the
         nominal stroke); before any rest, the prior's."""
         nominal, prior = self.nominal, self.prior
-        closed = statistics.median(self._empty) if self._empty else prior.closed
+        closed = statistics.median(self._empty) if self._empty else self._parked() or prior.closed
         if self._most_closed is not None and (closed - self._most_closed) * self._sign > self._band:
             closed = self._most_closed
         if self._most_open is None and not self._empty and closed == prior.closed:
@@ -197,6 +204,17 @@ class StrokeWatch:
         floor = closed + MIN_SHARE * nominal.span
         opened = most_open if (most_open - floor) * self._sign > 0 else floor
         return Stroke(closed, opened, EPISODE if prior.source == PROFILE else f'{EPISODE}+{prior.source}')
+
+    def _parked(self) -> float | None:
+        """The most closed rest while the fingers held nothing, when it lies within PARKED_SHARE of the stroke
+        seen from the profile's closed position: the gripper parked closed on nothing, so it closes to there."""
+        if self._idle_closed is None or self._most_open is None:
+            return None
+        span = self._most_open - self.nominal.closed
+        inside = (self._idle_closed - self.nominal.closed) * self._sign
+        if span * self._sign <= 0 or not 0 < inside <= PARKED_SHARE * abs(span):
+            return None
+        return self._idle_closed
 
     def report(self) -> str:
         """One line when the stroke the fingers travel is under half of the profile's or reaches outside it;
