@@ -205,7 +205,8 @@ def test_positions_in_another_unit_than_the_profile_are_warned_about(tmp_path: P
     assert main(['segment', str(tmp_path / 'bag'), '--profile', str(_profile_file('leader_follower', tmp_path,
                                                                                   fractions))]) == 0
     err = capsys.readouterr().err
-    assert 'warning: gripper positions run from' in err and 'another unit or another joint?' in err
+    assert "warning: gripper positions rested between" in err and "outside the profile's 0..1" in err
+    assert 'another unit in the profile?' in err
 
 
 @pytest.mark.parametrize('command, says', [

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,8 @@ HOLD_EFFORT_SHARE = 0.25
 PRESS_HOLD_S = 0.15
 # A command within this share of its stroke from its closed end asks for the fingers fully closed.
 COMMAND_CLOSED = 0.1
+REACHED = 0.01  # of the stroke: fingers within this of where they rest have reached it
+RECENT_SAMPLES = 512  # the closing path kept to stamp where it reached its rest
 # With neither a command channel nor an effort signal, a stop is contact once it lasted this long: an operator's
 # pause in a staged close is shorter (the stamp is still where the fingers stopped; only the word comes later).
 PAUSE_CONFIRM_S = 1.0
@@ -162,6 +165,7 @@ class _Grasp:
     slow_pts: list[tuple[int, float]] = field(default_factory=list)  # the first samples after the stroke slowed
     knee_x: float = math.nan  # where the fingers met the object (the closing's end, before any squeeze)
     new_stroke: bool = False  # a pause ended the last cruise: the next one starts the line afresh
+    recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=RECENT_SAMPLES))  # (t, x) closing
 
 
 class EventDetector:
@@ -392,6 +396,8 @@ class EventDetector:
             g.peak_effort = max(g.peak_effort, effort)
             if self._state == _CLOSING and len(g.efforts) < 2000:
                 g.efforts.append((t, effort))
+        if g is not None and self._state == _CLOSING:
+            g.recent.append((t, x))
         ev_v = Evidence('gripper.velocity', v * self._stroke, vt * abs(self._stroke) * (-1 if closing else 1))
 
         if self._state == _IDLE:
@@ -476,8 +482,8 @@ class EventDetector:
                 # Where a fully closed command sent them, and nothing held them open: closed on nothing.
                 g.stopped_since = g.stopped_since if g.stopped_since is not None else t
                 if t - g.stopped_since >= max(PRESS_HOLD_S * 1e9, 2 * self._period_ns()):
-                    knee = _knee(g.fast_pts, g.slow_pts)
-                    self._closed_on_nothing(out, g, knee[0] if knee is not None else g.stopped_since, t, x,
+                    near = x + max(REACHED, 2 * self._x_noise.sigma)
+                    self._closed_on_nothing(out, g, _reached(g.recent, near, g.stopped_since), t, x,
                                             [ev_x, Evidence('gripper.command', self._command.value,  # type: ignore[union-attr]
                                                             COMMAND_CLOSED)])
                 return
@@ -1048,6 +1054,19 @@ def _line(points: list[tuple[int, float]]) -> tuple[float, float]:
     var = sum((a - mt) ** 2 for a in ts)
     slope = sum((a - mt) * (b - mx) for a, b in zip(ts, xs, strict=True)) / var if var else 0.0
     return slope, mx - slope * mt
+
+
+def _reached(path: Iterable[tuple[int, float]], level: float, default: int) -> int:
+    """When a closing path first came down to `level` (interpolated between samples): a miss is stamped where the
+    fingers reach the rest they close to on nothing, not where their stroke began to slow."""
+    before: tuple[int, float] | None = None
+    for t, x in path:
+        if x <= level:
+            if before is None or before[1] <= x:
+                return t
+            return int(before[0] + (t - before[0]) * (before[1] - level) / (before[1] - x))
+        before = (t, x)
+    return default
 
 
 def _knee(fast: list[tuple[int, float]], slow: list[tuple[int, float]]) -> tuple[int, float] | None:

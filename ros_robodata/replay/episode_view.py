@@ -101,6 +101,7 @@ class Moment:
     status: str = ''
     start_ns: int | None = None
     end_ns: int | None = None
+    together: tuple[EventMark, ...] = ()  # events stamped the same ns before `event` (a contact that is the grasp)
 
     @property
     def progress(self) -> float | None:
@@ -114,10 +115,11 @@ class Moment:
         return None if self.start_ns is None else (self.t_ns - self.start_ns) / 1e9
 
     def headline(self) -> str:
-        """The event just passed and the subtask: 'grasp (0.97) | subtask: transport'."""
+        """The event just passed and the subtask: 'grasp (0.97) | subtask: transport'; events stamped the same ns
+        are shown together ('contact (0.97) + grasp (0.95)'), so none of them is hidden by its neighbour."""
         parts = []
         if self.event is not None:
-            parts.append(f'{self.event.kind} ({self.event.confidence:.2f})')
+            parts.append(' + '.join(f'{e.kind} ({e.confidence:.2f})' for e in (*self.together, self.event)))
         if self.subtask:
             parts.append(f'subtask: {self.subtask}')
         return ' | '.join(parts)
@@ -137,7 +139,7 @@ class Moment:
 
     def shown(self) -> tuple[Any, ...]:
         """Everything a viewer sees change except the clock itself: a new value means new markers now."""
-        return (self.episode_id, self.event, self.subtask, self.flags, self.labels, self.verdict, self.outcome,
+        return (self.episode_id, self.together, self.event, self.subtask, self.flags, self.labels, self.verdict, self.outcome,
                 self.status)
 
 
@@ -167,6 +169,7 @@ class EpisodeView:
         events = self.events  # in time order (load_episode_view, add_event)
         passed = bisect_right([e.t_ns for e in events], t_ns)
         event = events[passed - 1] if passed and t_ns - events[passed - 1].t_ns <= EVENT_HOLD_NS else None
+        together = tuple(e for e in events[:passed - 1] if event is not None and e.t_ns == event.t_ns)
         subtask = next((s.name for s in self.subtasks if s.start_ns <= t_ns < s.end_ns), '')
         if not subtask and self.subtasks and self.subtasks[-1].end_ns == t_ns:
             subtask = self.subtasks[-1].name
@@ -174,7 +177,7 @@ class EpisodeView:
                        key=lambda f: (_WORST_FIRST.get(f.severity, 3), f.check, f.topic))
         return Moment(t_ns, self.episode_id, event, subtask, tuple(flags),
                       tuple(s for s in self.labels if s.covers(t_ns)), self.verdict, self.outcome, self.status,
-                      self.start_ns, self.end_ns)
+                      self.start_ns, self.end_ns, together)
 
     def shapes_at(self, camera: str, stamp_ns: int, tolerance_ns: int) -> list[Shape]:
         """The shapes drawn on `camera`'s frame stamped `stamp_ns` (within `tolerance_ns`: half a frame period)."""
