@@ -238,7 +238,13 @@ def make_dataset(family: Family, root: Path, seeds: int, *, mislabel: int = 0, s
         write_bag(episode, dataset.bag_dir(episode_id))
         outcomes[episode_id] = str(episode['outcome'])
     rng = np.random.default_rng(seed)
-    wrong = [str(e) for e in rng.choice(sorted(outcomes), size=mislabel, replace=False)] if mislabel else []
+    # Alternately a failure said success and a success said failure (the mistakes an operator makes).
+    pools = [sorted(e for e, o in outcomes.items() if o == 'failure'),
+             sorted(e for e, o in outcomes.items() if o != 'failure')]
+    wrong: list[str] = []
+    for i in range(mislabel):
+        pool = [e for e in pools[i % 2] if e not in wrong] or [e for e in outcomes if e not in wrong]
+        wrong.append(str(rng.choice(pool)))
     for episode_id, outcome in outcomes.items():
         label = WRONG[outcome] if episode_id in wrong else outcome
         dataset.add_episode(Episode(id=episode_id, task='pick_place', operator='bench', status='complete',

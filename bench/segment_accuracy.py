@@ -31,8 +31,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import blind_rigs  # bench/, beside this script
 import numpy as np
-import rig_families  # bench/, beside this script
+import rig_families
 
 import ros_robodata.events.detector as detector_module
 import ros_robodata.sim.samples as S
@@ -429,6 +430,120 @@ def rig_accuracy(seeds: int) -> list[str]:
     return verdicts
 
 
+# --- rig families built blind (bench/rigs/, issue 26) ------------------------------------------------------------
+
+BLIND_TRUTH = {**RIG_TRUTH}
+SLIP_TOLERANCE_NS = 300_000_000  # a slip or miss is caught when said within 0.3 s of the physics' moment
+STROKE_FACTORS = (1.0, 2.5, 0.4)  # the datasheet profile, then its stroke wrong by 2.5x either way
+REVIEW_FAMILY = 'gantry_parallel'  # the issue's gantry: its place-downs once read as slips and misled the queue
+
+
+@dataclass
+class BlindRun:
+    """One family through the segmenter at one profile: tallies per kind, places said as slips, warnings."""
+
+    kinds: dict[str, Tally] = field(default_factory=dict)
+    places: int = 0
+    places_as_slips: int = 0
+    slips: Tally = field(default_factory=Tally)  # truth dropped/missed vs found grasp_failed within 0.3 s
+    episodes: int = 0
+    warned: int = 0
+    range_named: int = 0  # warned episodes whose warning names the ranges (the profile's and what was used)
+    priors: str = ''
+
+
+def blind_run(family: blind_rigs.Family, seeds: int, factor: float) -> BlindRun:
+    """The family's episodes (every scenario x seeds) segmented as `robodata segment DATASET` does, with the
+    datasheet profile's stroke scaled by `factor`."""
+    profile = family.profile if factor == 1.0 else blind_rigs.scaled(family.profile, factor)
+    episodes = list(blind_rigs.iter_episodes(family, seeds))
+    results, priors = blind_rigs.segment_all([ep for _, _, ep in episodes], profile)
+    run = BlindRun(kinds={kind: Tally() for kind in RIG_KINDS}, episodes=len(episodes),
+                   priors=priors.describe() if priors is not None else 'none (one episode)')
+    for (_, _, episode), result in zip(episodes, results, strict=True):
+        truth = blind_rigs.Truth.of(episode)
+        found = [(e.stamp_ns, e.kind) for e in result.events]
+        for kind in RIG_KINDS:
+            matched, fn, fp = match(truth.times(*BLIND_TRUTH[kind]), sorted(t for t, k in found if k == kind))
+            run.kinds[kind].add(Tally(len(matched), fp, fn, [abs(d - t) / 1e6 for t, d in matched]))
+        failed = sorted(t for t, k in found if k == GRASP_FAILED)
+        matched, fn, fp = match(truth.times('dropped', 'missed'), failed, SLIP_TOLERANCE_NS)
+        run.slips.add(Tally(len(matched), fp, fn))
+        for released, placed in truth.lets_go:
+            if placed is None:
+                continue
+            run.places += 1
+            run.places_as_slips += any(placed - SLIP_TOLERANCE_NS <= t <= released + SLIP_TOLERANCE_NS
+                                       for t in failed)
+        run.warned += bool(result.warnings)
+        run.range_named += any('outside the profile' in w or 'of the profile' in w for w in result.warnings)
+    return run
+
+
+def blind_accuracy(seeds: int, names: list[str], *, factors: tuple[float, ...] = STROKE_FACTORS,
+                   label: str = 'blind') -> list[str]:
+    """Every blind family at its datasheet profile and with the stroke wrong by 2.5x either way: F1 of grasp,
+    release and contact within 50 ms, places said as slips, slips and misses caught within 0.3 s."""
+    verdicts: list[str] = []
+    for name in names:
+        family = blind_rigs.load(name)
+        print(f'\n== {label} rig family {name}: {seeds} seeds x {", ".join(family.scenarios)} ==', flush=True)
+        for factor in factors:
+            t0 = time.monotonic()
+            run = blind_run(family, seeds, factor)
+            stroke = 'datasheet stroke' if factor == 1.0 else f'stroke x{factor:g}'
+            print(f'{stroke:17} ' + '  '.join(f'{k} {fmt(run.kinds[k].f1, ".2f")}' for k in RIG_KINDS)
+                  + f'  | places as slips {run.places_as_slips}/{run.places}; slips+misses caught '
+                  f'{run.slips.tp}/{run.slips.tp + run.slips.fn} (FP {run.slips.fp}); episodes warned '
+                  f'{run.warned}/{run.episodes} ({run.range_named} naming the ranges); {time.monotonic() - t0:.0f} s')
+            print(f'{"":17} pooled stroke: {run.priors}')
+            for kind in (GRASP, RELEASE, CONTACT):
+                t = run.kinds[kind]
+                verdicts.append(f'{label} {name} {stroke}: {kind} F1 {fmt(t.f1, ".3f")} ({t.tp}/{t.tp + t.fn}, FP '
+                                f'{t.fp}; median {fmt(t.median_ms, ".1f")} ms) (target >= {TARGET_F1}): '
+                                f'{"met" if t.f1 == t.f1 and t.f1 >= TARGET_F1 else "NOT met"}')
+            verdicts.append(f'{label} {name} {stroke}: places said as slips {run.places_as_slips} of {run.places} '
+                            f'(target 0): {"met" if run.places_as_slips == 0 else "NOT met"}')
+            r = run.slips.recall
+            verdicts.append(f'{label} {name} {stroke}: slips and misses caught {fmt(r, ".3f")} '
+                            f'({run.slips.tp}/{run.slips.tp + run.slips.fn}, FP {run.slips.fp}) (target >= 0.95): '
+                            f'{"met" if r == r and r >= 0.95 else "NOT met"}')
+            if factor != 1.0:
+                verdicts.append(f'{label} {name} {stroke}: episodes whose warning names the ranges '
+                                f'{run.range_named} of {run.episodes} (target: all): '
+                                f'{"met" if run.range_named == run.episodes else "NOT met"}')
+    return verdicts
+
+
+def blind_verdicts(seeds: int, names: list[str], review_family: str, *, label: str = 'blind') -> list[str]:
+    """Each family as a dataset, segmented and scored as a user does: does the success verdict agree with the
+    physics' outcome? And one family with 2 of its episodes mislabelled (a failure said success, a success said
+    failure): does `select --budget 3` pick both?"""
+    verdicts: list[str] = []
+    print(f'\n== {label} families as datasets: the success verdict and the review queue ==', flush=True)
+    agree = total = 0
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix='robodata_blind_') as tmp:
+            run = blind_rigs.judge(blind_rigs.make_dataset(blind_rigs.load(name), Path(tmp) / 'ds', seeds),
+                                   Path(tmp) / 'ds')
+        wrong = sorted(e for e, v in run.verdicts.items() if v is None or v != (run.outcomes[e] != 'failure'))
+        print(f'{name}: verdict agrees with the physics on {run.agreeing} of {len(run.outcomes)}'
+              + (f' (not: {", ".join(wrong)})' if wrong else ''))
+        agree, total = agree + run.agreeing, total + len(run.outcomes)
+    share = agree / total if total else math.nan
+    verdicts.append(f'{label} families: success verdict agrees with the physics {fmt(share, ".3f")} ({agree}/{total}) '
+                    f'(target >= 0.95): {"met" if share == share and share >= 0.95 else "NOT met"}')
+    with tempfile.TemporaryDirectory(prefix='robodata_blind_') as tmp:
+        family = blind_rigs.load(review_family)
+        run = blind_rigs.make_dataset(family, Path(tmp) / 'ds', max(1, 12 // len(family.scenarios)), mislabel=2)
+        run = blind_rigs.judge(run, Path(tmp) / 'ds', budget=3)
+    caught = [e for e in run.mislabelled if e in run.picks]
+    print(f'{review_family}: mislabelled {", ".join(run.mislabelled)}; select --budget 3 picked {", ".join(run.picks)}')
+    verdicts.append(f'{label} {review_family} ({len(run.outcomes)} episodes, 2 mislabelled): select --budget 3 '
+                    f'picked {len(caught)} of 2 (target 2): {"met" if len(caught) == 2 else "NOT met"}')
+    return verdicts
+
+
 # --- throughput on recorded bags ----------------------------------------------------------------------------
 
 def best_of(n: int, fn: Callable[[], object]) -> tuple[float, object]:
@@ -552,6 +667,12 @@ def main() -> int:
     parser.add_argument('--no-throughput', action='store_true', help='accuracy only')
     parser.add_argument('--rig-seeds', type=int, default=12, help='seeds per scenario of each further rig family')
     parser.add_argument('--only-rigs', action='store_true', help='only the further rig families')
+    parser.add_argument('--blind-seeds', type=int, default=6,
+                        help='seeds per scenario of each blind-built family (bench/rigs/; default 6)')
+    parser.add_argument('--no-blind', action='store_true', help='leave out the blind-built families')
+    parser.add_argument('--only-blind', action='store_true', help='only the blind-built families')
+    parser.add_argument('--held-back', action='store_true',
+                        help='only the held-back blind family (run once, after tuning; reported on its own)')
     args = parser.parse_args()
     wall0 = time.monotonic()
     source = Path(detector_module.__file__)
@@ -565,6 +686,16 @@ def main() -> int:
     if unknown:
         parser.error(f'unknown noise level(s) {", ".join(unknown)}; known: {", ".join(NOISE_LEVELS)}')
     demo_episodes = args.demo_episodes or (1 if args.quick else 2)
+    if args.only_blind or args.held_back:
+        names = list(blind_rigs.HELD_BACK) if args.held_back else blind_rigs.families()
+        label = 'held-back' if args.held_back else 'blind'
+        verdicts = blind_accuracy(args.blind_seeds, names, label=label)
+        verdicts += blind_verdicts(2, names, names[0], label=label)
+        print(f'\n== {label} family targets ==')
+        for line in verdicts:
+            print(f'  {line}')
+        print(f'targets met: {sum(1 for v in verdicts if v.endswith(": met"))} of {len(verdicts)}')
+        return 0
     if args.only_rigs:
         verdicts = rig_accuracy(args.rig_seeds)
         print('\n== rig family targets ==')
@@ -604,6 +735,10 @@ def main() -> int:
     for line in verdicts:
         print(line)
     verdicts += rig_accuracy(args.rig_seeds)
+    if not args.no_blind:
+        names = blind_rigs.families()
+        verdicts += blind_accuracy(args.blind_seeds, names)
+        verdicts += blind_verdicts(2, names, REVIEW_FAMILY)
 
     totals = None
     if not args.no_throughput:

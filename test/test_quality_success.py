@@ -134,12 +134,21 @@ def test_put_down_and_picked_again_uses_the_last_grasp():
     assert 'recovery' not in verdict.message  # nothing failed: an adjustment, not a recovery
 
 
-@pytest.mark.parametrize(('opening', 'passed'), [(0.3, False), (0.8, True), (None, None)])
+@pytest.mark.parametrize(('opening', 'passed'), [(0.2, False), (0.8, True), (None, None)])
 def test_gripper_open_at_end(opening, passed):
     verdict = _evaluate(PICK, opening=opening)
     assert _by_name(verdict)['gripper_open_at_end'][0] is passed
     # Not knowing the opening does not fail the episode; an unreleased grip does.
     assert verdict.success is (passed is not False)
+
+
+def test_a_part_way_opening_after_the_release_lets_go_but_one_closed_again_does_not():
+    """A servo gripper let go by setting it back to 100 of 255: released, not open to 80%, and no failure."""
+    verdict = _evaluate(PICK, 'success', opening=0.5)
+    passed, detail = _by_name(verdict)['gripper_open_at_end']
+    assert passed is True and 'since its release at 5.00 s' in detail and verdict.success is True
+    closed_again = _evaluate(PICK + _events(('grasp_start', 6.0)), 'success', opening=0.5)
+    assert _by_name(closed_again)['gripper_open_at_end'][0] is False and closed_again.disagrees
 
 
 def test_criteria_the_profile_does_not_ask_for_are_left_out():

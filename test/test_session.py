@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
 from ros_robodata.events.offline import segment_bag
 from ros_robodata.profile import load_profile
@@ -42,22 +44,38 @@ def test_session_records_the_live_segment_events_into_the_episode(tmp_path: Path
                                              (profile.topics.wrench, WrenchStamped))}
             # Recorder and segmenter both subscribe to each.
             c.wait_subscribed(publishers.values(), session, log, 'the session', subscribers=2)
-            episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
-            with BagReader(replay) as reader:
-                for i, message in enumerate(reader.messages(list(publishers))):
-                    publishers[message.topic].publish(bytes(message.data))
-                    if i % 50 == 0:
-                        c.spin_for(0.005)
-            c.spin_for(2.0)
-            assert c.call(Trigger, '/recorder/stop_episode').success
-            deadline = time.monotonic() + 20
-            while not any(e.event == e.STOP for e in c.events) and time.monotonic() < deadline:
-                c.spin_for(0.1)
+            episodes = []
+            for _ in range(2):  # the second episode starts from the stroke the first one showed
+                episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
+                episodes.append(episode_id)
+                with BagReader(replay) as reader:
+                    for i, message in enumerate(reader.messages(list(publishers))):
+                        publishers[message.topic].publish(bytes(message.data))
+                        if i % 50 == 0:
+                            c.spin_for(0.005)
+                c.spin_for(2.0)
+                assert c.call(Trigger, '/recorder/stop_episode').success
+                deadline = time.monotonic() + 20
+                while sum(e.event == e.STOP for e in c.events) < len(episodes) and time.monotonic() < deadline:
+                    c.spin_for(0.1)
     finally:
         assert stop_process(session) == 0, log.read_text()
 
     dataset = Dataset.open(tmp_path / 'ds')
-    assert dataset.episode(episode_id).status == 'complete'
-    with BagReader(dataset.bag_dir(episode_id)) as bag:
-        recorded = [(decoded.kind, decoded.episode_id) for _, decoded in bag.read(['/robodata/events'])]
-    assert recorded == [(kind, episode_id) for kind in expected]
+    live: dict[str, list[tuple[str, int]]] = {}
+    for episode_id in episodes:
+        assert dataset.episode(episode_id).status == 'complete'
+        with BagReader(dataset.bag_dir(episode_id)) as bag:
+            recorded = [decoded for _, decoded in bag.read(['/robodata/events'])]
+        assert [(d.kind, d.episode_id) for d in recorded] == [(kind, episode_id) for kind in expected]
+        live[episode_id] = [(d.kind, d.header.stamp.sec * 10**9 + d.header.stamp.nanosec) for d in recorded]
+    # Each episode says which stroke the live segmenter started it from: the first the profile's, the second
+    # what the first showed; `robodata segment` starts from the same and finds the same events, to the ns.
+    first, second = (json.loads((dataset.episode_dir(e) / 'segmenter_prior.json').read_text()) for e in episodes)
+    assert first['prior'] == {} and first['pooled_episodes'] == 0
+    assert second['prior']['gripper']['source'] == 'session' and second['pooled_episodes'] == 1
+    assert main(['segment', str(dataset.root)]) == 0
+    for episode_id in episodes:
+        doc = json.loads((dataset.episode_dir(episode_id) / 'events.json').read_text())
+        assert [(e['kind'], e['t_ns']) for e in doc['events']] == live[episode_id]
+        assert doc['calibration']['prior_from'] == 'live'

@@ -32,6 +32,7 @@ from ros_robodata.vocabulary import (
 
 # Gripper opening (0 closed .. 1 open, in stroke units) that counts as open at the end.
 OPEN_AT_END = 0.8
+LET_GO_AT_END = 0.3  # of the stroke: open this far after a release, with no closing since, the object is let go
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def evaluate_success(events: list[dict], *, end_ns: int, gripper_opening_at_end:
     if criteria.lift_height_m is not None:
         checks.append(_lift_height(grasp, tool_height, criteria.lift_height_m))
     if criteria.gripper_open_at_end:
-        checks.append(_open_at_end(gripper_opening_at_end))
+        checks.append(_open_at_end(gripper_opening_at_end, evs))
     checks.append(failure.criterion)
 
     evaluable = [c for c in checks if c.passed is not None]
@@ -212,13 +213,21 @@ def _lift_height(grasp: _Grasp | None, tool_height: tuple[np.ndarray, np.ndarray
     return Criterion(name, rise >= needed_m, f'the tool rose {rise:.3f} m while holding (needs {needed_m:g} m)')
 
 
-def _open_at_end(opening: float | None) -> Criterion:
+def _open_at_end(opening: float | None, evs: Sequence[_Ev] = ()) -> Criterion:
+    """Open at the end: OPEN_AT_END of the stroke, or, after a release with no closing since, LET_GO_AT_END (many
+    operators let go by opening part-way: a servo gripper set back to 80-120 of 255 has let its object go)."""
     name = 'gripper_open_at_end'
     if opening is None or not math.isfinite(opening):
         return Criterion(name, None, 'not evaluated: the gripper opening at the end is unknown')
-    state = 'open' if opening >= OPEN_AT_END else 'not open'
-    return Criterion(name, opening >= OPEN_AT_END,
-                     f'gripper {opening:.0%} {state} at the end (needs {OPEN_AT_END:.0%})')
+    if opening >= OPEN_AT_END:
+        return Criterion(name, True, f'gripper {opening:.0%} open at the end (needs {OPEN_AT_END:.0%})')
+    last = next((e for e in reversed(evs) if e.kind in (RELEASE, GRASP_START, GRASP)), None)
+    if last is not None and last.kind == RELEASE and opening >= LET_GO_AT_END:
+        return Criterion(name, True, f'gripper {opening:.0%} open at the end, not closed again since its release'
+                         f'{_at(last)} (a part-way opening lets go; needs {LET_GO_AT_END:.0%} after a release, '
+                         f'{OPEN_AT_END:.0%} otherwise)')
+    return Criterion(name, False, f'gripper {opening:.0%} not open at the end (needs {OPEN_AT_END:.0%}, or '
+                     f'{LET_GO_AT_END:.0%} after a release)')
 
 
 @dataclass(frozen=True)

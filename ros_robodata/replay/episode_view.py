@@ -139,8 +139,8 @@ class Moment:
 
     def shown(self) -> tuple[Any, ...]:
         """Everything a viewer sees change except the clock itself: a new value means new markers now."""
-        return (self.episode_id, self.together, self.event, self.subtask, self.flags, self.labels, self.verdict, self.outcome,
-                self.status)
+        return (self.episode_id, self.together, self.event, self.subtask, self.flags, self.labels, self.verdict,
+                self.outcome, self.status)
 
 
 @dataclass

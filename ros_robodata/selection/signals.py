@@ -55,7 +55,7 @@ class Signal:
 def unusable(evidence: Evidence, min_score: float = MIN_SCORE) -> str | None:
     """Why the episode is not worth reviewing at all, or None: not scored, still recording, rejected, or quality
     errors that make it unusable for training (a missing stream, NaN joints, a damaged bag, or a score under the
-    line)."""
+    line, unless the success criteria contradict its label)."""
     if evidence.status == 'recording':
         return 'still recording'
     if evidence.status == 'rejected':
@@ -65,7 +65,9 @@ def unusable(evidence: Evidence, min_score: float = MIN_SCORE) -> str | None:
     fatal = [f for f in evidence.findings if f.get('severity') == 'error' and f.get('check') in FATAL_CHECKS]
     if fatal:
         return f'unusable: {fatal[0].get("check")}: {_clip(str(fatal[0].get("message", "")))}'
-    if evidence.score < min_score:
+    if evidence.score < min_score and not evidence.success.get('disagrees'):
+        # An episode whose label the success criteria contradict stays reviewable under the line: the label is
+        # what the reviewer fixes, and a true recovery scores low for the very moves that made it one.
         worst = next((f for f in evidence.findings if f.get('severity') == 'error'), None)
         detail = f' ({worst.get("check")}: {_clip(str(worst.get("message", "")))})' if worst else ''
         return f'unusable: quality score {evidence.score:.2f} under the line {min_score:.2f}{detail}'

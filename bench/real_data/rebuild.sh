@@ -1,0 +1,22 @@
+#!/bin/sh
+# Rebuild bench/real_data/<short_name> from fresh fetches (fetch github:<owner>/<repo> first; it prints the
+# mirror's git dir, /work/.mirror/<owner>+<repo>/repo). Only data/ and meta/ are taken (no videos).
+# git may print "error: invalid object ... assets/ACT_demo.gif" for the ACT repo: that file (a >4 MiB blob) is
+# missing from the snapshot and is not under dataset/; git archive still exits 0 and the dataset is complete.
+set -eu
+OUT=${OUT:-$(dirname "$0")}
+take() {  # git_dir commit path_in_repo short_name
+    rm -rf "$OUT/$4" /tmp/rebuild_$4 && mkdir -p /tmp/rebuild_$4
+    git --git-dir="$1" archive "$2" "$3/data" "$3/meta" | tar -x -C /tmp/rebuild_$4
+    mv "/tmp/rebuild_$4/$3" "$OUT/$4" && rm -rf /tmp/rebuild_$4
+}
+take /work/.mirror/Chethantu+Robothon_Final/repo 1fe05a123d7b02f7e9b39a09cdbe79243600c374 \
+     data/pick_place so101_robothon_pickplace
+take /work/.mirror/chenfei-source+ACT-robot-manipulation/repo befd64aa7765c72358fa61869b7e675a5e6bbffd \
+     dataset piper_grape_plate
+take /work/.mirror/Ghosty2003+Techin517/repo 3d659b17931c047a0a82c8fa73cc69d78f9a46dc \
+     huggingface/lerobot/project/bi_so101_test bi_so101_clean_desk
+# every parquet must be real (starts with PAR1), not a Git LFS pointer
+for f in $(find "$OUT/so101_robothon_pickplace" "$OUT/piper_grape_plate" "$OUT/bi_so101_clean_desk" -name '*.parquet'); do
+    [ "$(head -c4 "$f")" = PAR1 ] || { echo "not parquet: $f" >&2; exit 1; }
+done

@@ -1,0 +1,138 @@
+"""The segmenter on rigs built blind (issue 26, bench/rigs/): profiles written from datasheets, the stroke found
+from where the fingers rest, places told from slips by what the fingers do next, warnings when the data and the
+profile disagree, and a dataset pooled so its episodes share one stroke."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from ros_robodata.cli.main import main
+from ros_robodata.events.event import SegmentResult
+from ros_robodata.vocabulary import GRASP, GRASP_FAILED, RELEASE
+
+BENCH = Path(__file__).resolve().parents[1] / 'bench'
+TOLERANCE_NS = 50_000_000
+
+
+def _blind() -> ModuleType:
+    if 'blind_rigs' in sys.modules:
+        return sys.modules['blind_rigs']
+    spec = importlib.util.spec_from_file_location('blind_rigs', BENCH / 'blind_rigs.py')
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules['blind_rigs'] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+B = _blind()
+
+
+def _paired(truth: list[int], found: list[int], tolerance_ns: int = TOLERANCE_NS) -> bool:
+    return len(truth) == len(found) and all(abs(a - b) <= tolerance_ns for a, b in zip(truth, found, strict=True))
+
+
+def _found(result: SegmentResult, kind: str) -> list[int]:
+    return sorted(e.stamp_ns for e in result.events if e.kind == kind)
+
+
+def test_a_follower_that_opens_to_40_percent_of_its_datasheet_range_is_calibrated_and_said() -> None:
+    """The user wrote 0..100 (the software's range); this arm's calibration opens it to about 40. Its grasps are
+    found where its fingers met the cube, events.json says which stroke was used, and one warning names both."""
+    family = B.load('lowcost_follower')
+    assert (family.profile.topics.gripper.closed_position, family.profile.topics.gripper.open_position) == (0, 100)
+    for seed in range(3):
+        episode = family.episode(seed, 'success')
+        truth = B.Truth.of(episode)
+        result = B.segment(episode, family.profile)
+        assert _paired(truth.times('secured'), _found(result, GRASP)[:len(truth.times('secured'))]), seed
+        assert _found(result, GRASP_FAILED) == []
+        gripper = result.calibration['gripper']
+        assert gripper['source'] == 'episode' and 25 < gripper['open'] < 50
+        assert gripper['profile'] == {'closed': 0.0, 'open': 100.0, 'source': 'profile'}
+        stroke = [w for w in result.warnings if 'under half' in w]
+        assert len(stroke) == 1 and "the profile's 0..100" in stroke[0] and f'open {gripper["open"]:.4g}' in stroke[0]
+
+
+def test_misses_on_a_part_way_gripper_are_caught_where_the_fingers_close() -> None:
+    family = B.load('lowcost_follower')
+    for seed in range(3):
+        episode = family.episode(seed, 'miss')
+        result = B.segment(episode, family.profile)
+        assert _paired(B.Truth.of(episode).times('missed'), _found(result, GRASP_FAILED), 300_000_000), seed
+
+
+def test_a_place_down_with_an_effort_signal_is_a_release_not_a_slip() -> None:
+    """The table takes the weight before the fingers open: the load going is no slip when the fingers open
+    next, with the gripper's effort reported or not."""
+    family = B.load('gantry_parallel')
+    places = 0
+    for seed in range(4):
+        episode = family.episode(seed, 'success')
+        truth = B.Truth.of(episode)
+        result = B.segment(episode, family.profile)
+        places += sum(1 for _, placed in truth.lets_go if placed is not None)
+        assert _found(result, GRASP_FAILED) == [], seed
+        assert _paired(truth.times('released'), _found(result, RELEASE)), seed
+    assert places >= 3  # the scenario does set its objects down on the table
+
+
+def test_a_slip_with_the_fingers_staying_shut_is_still_a_failed_grasp() -> None:
+    family = B.load('gantry_parallel')
+    for seed in range(3):
+        episode = family.episode(seed, 'slip')
+        result = B.segment(episode, family.profile)
+        assert len(_found(result, GRASP_FAILED)) == len(B.Truth.of(episode).times('dropped')) == 1, seed
+        assert _found(result, RELEASE) == []
+
+
+@pytest.mark.parametrize('factor', [2.5, 0.4])
+def test_a_stroke_wrong_by_2_5x_finds_the_same_grasps_and_names_both_ranges(factor: float) -> None:
+    family = B.load('gantry_parallel')
+    wrong = B.scaled(family.profile, factor)
+    episode = family.episode(1, 'success')
+    right, off = B.segment(episode, family.profile), B.segment(episode, wrong)
+    assert [(e.kind, e.stamp_ns) for e in off.events] == [(e.kind, e.stamp_ns) for e in right.events]
+    nominal = wrong.topics.gripper
+    lo, hi = sorted((nominal.closed_position, nominal.open_position))
+    said = [w for w in off.warnings if f"the profile's {lo:g}..{hi:g}" in w]
+    assert len(said) == 1 and 'used closed' in said[0]
+    assert not any("the profile's" in w for w in right.warnings)
+
+
+@pytest.fixture(scope='module')
+def follower_dataset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp('calibration') / 'ds'
+    run = B.make_dataset(B.load('lowcost_follower'), root, 1)
+    return {'root': root, 'run': run}
+
+
+def test_robodata_segment_pools_a_datasets_stroke_and_sums_its_warnings(
+        follower_dataset: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    root, run = follower_dataset['root'], follower_dataset['run']
+    assert main(['segment', str(root)]) == 0
+    out = capsys.readouterr()
+    said = out.out + out.err
+    episodes = len(run.outcomes)
+    assert f'{episodes} of {episodes} episodes had warnings' in said
+    assert "under half of the profile's 0..100" in said
+    sources = set()
+    for episode_id in run.outcomes:
+        doc = json.loads((root / 'episodes' / episode_id / 'events.json').read_text())
+        gripper = doc['calibration']['gripper']
+        sources.add(gripper['source'])
+        assert 25 < gripper['open'] < 50, episode_id
+    assert 'episode+dataset' in sources  # an episode that did not show both ends took one from the pool
+
+
+def test_the_success_verdict_follows_the_physics_on_a_follower_with_a_part_way_stroke(
+        follower_dataset: dict[str, Any]) -> None:
+    run = B.judge(follower_dataset['run'], follower_dataset['root'])
+    assert run.agreeing >= len(run.outcomes) - 1, run.verdicts
