@@ -450,6 +450,7 @@ class BlindRun:
     warned: int = 0
     range_named: int = 0  # warned episodes whose warning names the ranges (the profile's and what was used)
     priors: str = ''
+    profile_right: bool = False  # the pooled stroke fills at least half of the profile's and stays inside it
 
 
 def blind_run(family: blind_rigs.Family, seeds: int, factor: float) -> BlindRun:
@@ -460,6 +461,13 @@ def blind_run(family: blind_rigs.Family, seeds: int, factor: float) -> BlindRun:
     results, priors = blind_rigs.segment_all([ep for _, _, ep in episodes], profile)
     run = BlindRun(kinds={kind: Tally() for kind in RIG_KINDS}, episodes=len(episodes),
                    priors=priors.describe() if priors is not None else 'none (one episode)')
+    nominal = profile.topics.gripper
+    if priors is not None and priors.gripper is not None and nominal is not None:
+        lo, hi = sorted((nominal.closed_position, nominal.open_position))
+        span = hi - lo
+        seen = sorted((priors.gripper.closed, priors.gripper.open))
+        run.profile_right = (seen[1] - seen[0] >= 0.5 * span and seen[0] >= lo - 0.1 * span
+                             and seen[1] <= hi + 0.1 * span)
     for (_, _, episode), result in zip(episodes, results, strict=True):
         truth = blind_rigs.Truth.of(episode)
         found = [(e.stamp_ns, e.kind) for e in result.events]
@@ -508,9 +516,13 @@ def blind_accuracy(seeds: int, names: list[str], *, factors: tuple[float, ...] =
             verdicts.append(f'{label} {name} {stroke}: slips and misses caught {fmt(r, ".3f")} '
                             f'({run.slips.tp}/{run.slips.tp + run.slips.fn}, FP {run.slips.fp}) (target >= 0.95): '
                             f'{"met" if r == r and r >= 0.95 else "NOT met"}')
-            if factor != 1.0:
-                verdicts.append(f'{label} {name} {stroke}: episodes whose warning names the ranges '
-                                f'{run.range_named} of {run.episodes} (target: all): '
+            if run.profile_right:  # this profile (scaled or not) matches the rig: no warning is due
+                verdicts.append(f'{label} {name} {stroke}: the profile fits the stroke found; episodes warned of '
+                                f'the ranges {run.range_named} of {run.episodes} (target 0): '
+                                f'{"met" if run.range_named == 0 else "NOT met"}')
+            else:
+                verdicts.append(f'{label} {name} {stroke}: the profile does not fit the stroke found; episodes whose '
+                                f'warning names both ranges {run.range_named} of {run.episodes} (target: all): '
                                 f'{"met" if run.range_named == run.episodes else "NOT met"}')
     return verdicts
 

@@ -56,6 +56,8 @@ HOLD_EFFORT_SHARE = 0.25
 PRESS_HOLD_S = 0.15
 # A command within this share of its stroke from its closed end asks for the fingers fully closed.
 COMMAND_CLOSED = 0.1
+QUANTUM_STEPS = 2.5  # a quantised position's jitter, in steps, that is not yet motion
+QUANTUM_MAX = 0.01  # of the stroke: a coarser step than this is no reading's resolution
 REACHED = 0.01  # of the stroke: fingers within this of where they rest have reached it
 RECENT_SAMPLES = 512  # the closing path kept to stamp where it reached its rest
 # With neither a command channel nor an effort signal, a stop is contact once it lasted this long: an operator's
@@ -234,7 +236,7 @@ class EventDetector:
         if self.settings.gripper_velocity_threshold is not None:
             return self.settings.gripper_velocity_threshold / abs(self._stroke)
         if self._speed.source == POSITIONS:  # differenced positions: their noise over the span the speed spans
-            return max(MIN_STROKE_SPEED, NOISE_SIGMAS * math.sqrt(2) * self._x_noise.sigma / self._speed.span_s)
+            return self._position_speed_threshold
         return max(MIN_STROKE_SPEED, NOISE_SIGMAS * self._v_noise.sigma)
 
     @property
@@ -243,7 +245,10 @@ class EventDetector:
         (a velocity in another unit would otherwise set the threshold it is judged by)."""
         if self.settings.gripper_velocity_threshold is not None:
             return self.settings.gripper_velocity_threshold / abs(self._stroke)
-        return max(MIN_STROKE_SPEED, NOISE_SIGMAS * math.sqrt(2) * self._x_noise.sigma / self._speed.span_s)
+        # A reading that jitters by a step or two of its quantisation (a servo's counts) makes a speed that is
+        # no motion: QUANTUM_STEPS of them over the speed's span are below the threshold.
+        return max(MIN_STROKE_SPEED, NOISE_SIGMAS * math.sqrt(2) * self._x_noise.sigma / self._speed.span_s,
+                   QUANTUM_STEPS * min(self._x_noise.step, QUANTUM_MAX) / self._speed.span_s)
 
     @property
     def closed_margin(self) -> float:

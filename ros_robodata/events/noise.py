@@ -9,6 +9,8 @@ import numpy as np
 _MAD_TO_SIGMA = 1.4826
 _MEAN_TO_SIGMA = 1.2533  # sqrt(pi / 2): a normal variable's sigma over its mean absolute value
 
+STEP_SEEN = 3  # a quantisation step is believed once changes that small were seen this often
+
 
 class NoiseFloor:
     """Robust sigma of a signal's sample-to-sample jitter over a recent window.
@@ -23,6 +25,7 @@ class NoiseFloor:
         self._every = every
         self._since = 0
         self.sigma = 0.0
+        self.step = 0.0  # a quantised signal's smallest step (0 when the signal is not quantised)
 
     def add(self, value: float) -> None:
         if self._last is not None:
@@ -35,9 +38,12 @@ class NoiseFloor:
                 diffs = np.fromiter(self._diffs, dtype=float)
                 median = float(np.median(diffs))
                 if median > 0:
-                    self.sigma = median * _MAD_TO_SIGMA / np.sqrt(2)
+                    self.sigma, self.step = median * _MAD_TO_SIGMA / np.sqrt(2), 0.0
                 else:  # the jitter of one or two quantisation steps, not a motion that slipped in
                     moved = diffs[diffs > 0]
+                    # Its step: the smallest change, once it recurred (one change alone may be a motion).
+                    step = float(moved.min()) if moved.size else 0.0
+                    self.step = step if np.count_nonzero(moved <= 1.5 * step) >= STEP_SEEN else 0.0
                     jitter = diffs[diffs <= 2 * moved.min()] if moved.size else diffs
                     self.sigma = float(np.mean(jitter)) * _MEAN_TO_SIGMA / np.sqrt(2)
         self._last = value
@@ -47,6 +53,7 @@ class NoiseFloor:
         k = abs(factor)
         self._diffs = deque((d * k for d in self._diffs), maxlen=self._diffs.maxlen)
         self.sigma *= k
+        self.step *= k
         self._last = None
 
     def reset_last(self) -> None:
