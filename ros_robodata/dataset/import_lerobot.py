@@ -78,11 +78,55 @@ class LeRobotEpisode:
     extra: dict[str, Any] = field(default_factory=dict)  # our own export's per-episode columns
 
 
+def feature_names(names: Any, size: int) -> list[str] | None:
+    """Per-dimension names from a LeRobot feature's `names`, in the forms public datasets write: a flat list
+    (`["x", "y"]`), a nested list (`[["x", "y"]]`), `{"motors": [...]}`, or a dict of parts or axes whose lists,
+    joined in order, name every dimension (`{"left_arm": [...], "right_arm": [...]}`); one label for the whole
+    vector (`["state"]`) names its values `state_0`, `state_1`, ... None when nothing fits `size`."""
+    def strings(value: Any) -> list[str] | None:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, (list, tuple)):
+            out: list[str] = []
+            for item in value:
+                part = strings(item)
+                if part is None:
+                    return None
+                out += part
+            return out
+        if isinstance(value, dict):
+            out = []
+            for item in value.values():
+                part = strings(item)
+                if part is None:
+                    return None
+                out += part
+            return out
+        return None
+
+    candidates = [names]
+    if isinstance(names, dict):
+        candidates += list(names.values())
+    for candidate in candidates:
+        found = strings(candidate)
+        if found is not None and len(found) == 1 and size > 1 and found[0]:  # one label for the vector
+            return [f'{found[0]}_{i}' for i in range(size)]
+        if found is not None and len(found) == size and all(found):
+            seen: dict[str, int] = {}
+            unique = []
+            for name in found:  # a name given twice ("gripper", "gripper") gets its index: JointState names differ
+                seen[name] = seen.get(name, 0) + 1
+                unique.append(name if seen[name] == 1 else f'{name}_{seen[name] - 1}')
+            return unique
+    return None
+
+
 class LeRobotSource:
     """A LeRobot dataset on disk, v3.0 or v2.1."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.unnamed: list[str] = []  # features whose info.json names could not be read (joint_N used)
         self.info = layout.read_info(root)
         self.version = str(self.info.get('codebase_version', ''))
         if self.version not in ('v3.0', 'v2.1', 'v2.0'):
@@ -102,11 +146,14 @@ class LeRobotSource:
         self.meta = self._episode_meta()
 
     def names(self, feature: str, size: int) -> list[str]:
-        names = (self.info['features'].get(feature) or {}).get('names')
-        if isinstance(names, dict):  # v2.x: {"motors": [...]}
-            names = next(iter(names.values()), None)
-        if isinstance(names, list) and len(names) == size and all(isinstance(n, str) for n in names):
-            return names
+        """The feature's per-dimension names as info.json gives them, in any form public datasets use; `joint_N`
+        (and a note in `unnamed`) when none of them fits the feature's width."""
+        declared = (self.info['features'].get(feature) or {}).get('names')
+        found = feature_names(declared, size)
+        if found is not None:
+            return found
+        if declared is not None and feature not in self.unnamed:
+            self.unnamed.append(feature)
         return [f'joint_{i}' for i in range(size)]
 
     def _episode_meta(self) -> dict[int, dict[str, Any]]:
@@ -304,6 +351,7 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
     else:
         _check_profile(profile, own, recording.path)
     result.notes += [f'{key}: in {layout.INFO}, but no video file here: left out' for key in source.absent_videos]
+
     cid = content_id(recording.files)
     done = {int(e.source.get('lerobot', {}).get('episode_index', -1)): i
             for i, e in imported_from(dataset, cid).items()}
@@ -335,6 +383,8 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
             commit_episode(dataset, staging, record, who)
         result.episodes.append(episode_id)
         result.notes += [f'{episode_id}: {n}' for n in notes]
+    result.notes += [f'{key}: its names in {layout.INFO} do not name each of its values: joints called joint_N'
+                     for key in source.unnamed]
     return result
 
 

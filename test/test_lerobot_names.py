@@ -1,0 +1,88 @@
+"""`robodata import` keeps a LeRobot dataset's joint names in every form public `meta/info.json` files write them
+(issue 27): a nested list (a humanoid's), a flat list, `{"motors": [...]}`, one label for a whole vector."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ros_robodata.bag.reader import BagReader
+from ros_robodata.cli.main import main
+from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.import_lerobot import feature_names
+
+INFO = Path(__file__).resolve().parent / 'data' / 'lerobot_info'
+
+
+def _info(name: str) -> dict[str, Any]:
+    return json.loads((INFO / name).read_text())
+
+
+@pytest.mark.parametrize('file, feature, first, last', [
+    ('g1_inspire_nested.json', 'observation.state', 'kLeftShoulderPitch', 'kRightHandThumbRotation'),
+    ('so100_flat.json', 'action', 'shoulder_pan.pos', 'gripper.pos'),
+    ('v20_motors.json', 'observation.state', 'motor_0', 'motor_18'),
+    ('v20_motors.json', 'action', 'motor_0', 'motor_39'),
+    ('panda_one_label.json', 'observation.state', 'state_0', 'state_7'),
+])
+def test_each_form_of_names_in_real_info_files_names_every_value(file: str, feature: str, first: str,
+                                                                 last: str) -> None:
+    spec = _info(file)['features'][feature]
+    names = feature_names(spec['names'], spec['shape'][0])
+    assert names is not None and len(names) == spec['shape'][0] == len(set(names))
+    assert (names[0], names[-1]) == (first, last)
+
+
+def test_names_that_do_not_fit_the_width_are_refused_and_a_repeated_name_gets_its_index() -> None:
+    assert feature_names(['a', 'b'], 3) is None and feature_names(None, 2) is None
+    assert feature_names({'left': ['a', 'b'], 'right': ['c']}, 3) == ['a', 'b', 'c']
+    assert feature_names({'motors': ['x', 'gripper', 'gripper']}, 3) == ['x', 'gripper', 'gripper_1']
+
+
+def _v21_dataset(root: Path, info: dict[str, Any], frames: int = 30) -> None:
+    """A LeRobot v2.1 folder with `info`'s features (no videos): one episode of smooth joint motion."""
+    width = info['features']['observation.state']['shape'][0]
+    (root / 'data' / 'chunk-000').mkdir(parents=True)
+    (root / 'meta').mkdir()
+    t = np.arange(frames) / info['fps']
+    state = np.sin(np.outer(t, np.linspace(0.5, 1.5, width))).astype(np.float32)
+    table = pa.table({
+        'observation.state': pa.array(state.tolist(), type=pa.list_(pa.float32())),
+        'action': pa.array(np.roll(state, -1, axis=0).tolist(), type=pa.list_(pa.float32())),
+        'timestamp': pa.array(t.astype(np.float32)), 'frame_index': pa.array(np.arange(frames)),
+        'episode_index': pa.array(np.zeros(frames, dtype=np.int64)), 'index': pa.array(np.arange(frames)),
+        'task_index': pa.array(np.zeros(frames, dtype=np.int64))})
+    pq.write_table(table, root / 'data' / 'chunk-000' / 'episode_000000.parquet')
+    features = {k: v for k, v in info['features'].items() if v.get('dtype') != 'video'}
+    (root / 'meta' / 'info.json').write_text(json.dumps({**info, 'features': features, 'total_episodes': 1,
+                                                         'total_frames': frames, 'total_videos': 0}))
+    (root / 'meta' / 'tasks.jsonl').write_text('{"task_index": 0, "task": "pick the bottle"}\n')
+
+
+def test_a_humanoids_nested_names_reach_the_bags_joint_states(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    info = _info('g1_inspire_nested.json')
+    _v21_dataset(tmp_path / 'g1', info)
+    assert main(['import', str(tmp_path / 'g1'), '--dataset', str(tmp_path / 'ds')]) == 0
+    assert 'joint_N' not in capsys.readouterr().out
+    ds = Dataset.open(tmp_path / 'ds')
+    (episode_id,) = ds.episode_ids()
+    with BagReader(ds.bag_dir(episode_id)) as reader:
+        first = next(iter(reader.read(['/observation/state'])))[1]
+    assert list(first.name) == info['features']['observation.state']['names'][0]
+
+
+def test_names_that_name_nothing_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    info = _info('so100_flat.json')
+    info['features']['observation.state']['names'] = ['shoulder_pan.pos', 'gripper.pos']  # 2 names for 6 values
+    info.update(codebase_version='v2.1', data_path='data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet')
+    _v21_dataset(tmp_path / 'so100', info)
+    assert main(['import', str(tmp_path / 'so100'), '--dataset', str(tmp_path / 'ds')]) == 0
+    said = capsys.readouterr()
+    assert 'observation.state: its names in meta/info.json do not name each of its values' in said.out + said.err
