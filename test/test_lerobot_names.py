@@ -86,3 +86,37 @@ def test_names_that_name_nothing_are_said(tmp_path: Path, capsys: pytest.Capture
     assert main(['import', str(tmp_path / 'so100'), '--dataset', str(tmp_path / 'ds')]) == 0
     said = capsys.readouterr()
     assert 'observation.state: its names in meta/info.json do not name each of its values' in said.out + said.err
+
+
+def test_an_imported_episode_without_an_outcome_is_one_dataset_line_not_a_warning_each(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Public datasets carry no outcome labels: a fact of the source, said once for the dataset; an episode
+    recorded here without one is still warned about, as its recorder should have set it."""
+    info = _info('so100_flat.json')
+    info.update(codebase_version='v2.1', data_path='data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet')
+    _v21_dataset(tmp_path / 'so100', info, frames=90)
+    assert main(['import', str(tmp_path / 'so100'), '--dataset', str(tmp_path / 'ds')]) == 0
+    assert main(['score', str(tmp_path / 'ds')]) == 0
+    ds = Dataset.open(tmp_path / 'ds')
+    (episode_id,) = ds.episode_ids()
+    quality = json.loads((ds.episode_dir(episode_id) / 'quality.json').read_text())
+    outcome = [f for f in quality['findings'] if f['check'] == 'completeness.outcome']
+    assert [f['severity'] for f in outcome] == ['info'] and 'imported from a lerobot recording' in outcome[0]['message']
+    summary = json.loads((tmp_path / 'ds' / 'quality_summary.json').read_text())
+    assert any(w.startswith('1 of 1 imported episode(s) carry no outcome label') for w in summary['warnings'])
+
+
+def test_an_episode_recorded_here_without_an_outcome_is_still_warned_about(tmp_path: Path) -> None:
+    from ros_robodata.dataset.episode import Episode
+    from ros_robodata.profile import load_profile
+    from ros_robodata.sim.to_bag import write_sim_episode
+    from test.profiles import PROFILE
+
+    profile = load_profile(PROFILE)
+    ds = Dataset.create(tmp_path / 'ds', profile=profile)
+    truth = write_sim_episode(ds.bag_dir('ep1'), profile, seed=0, max_duration_s=3.0)
+    ds.add_episode(Episode(id='ep1', task='pick_cube', status='complete', outcome='unknown',
+                           start_ns=truth['start_ns']))
+    assert main(['score', str(ds.root), '--no-images']) == 0
+    quality = json.loads((ds.episode_dir('ep1') / 'quality.json').read_text())
+    assert [f['severity'] for f in quality['findings'] if f['check'] == 'completeness.outcome'] == ['warn']

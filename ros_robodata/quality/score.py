@@ -193,6 +193,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
         if scored.notes:
             notes[name] = list(scored.notes)
 
+    imported_note = _imported_outcomes(scores, by_name)
     _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
     _judge_consistency(scores, profile, events)
     _flag_jerky(scores)
@@ -200,11 +201,35 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     mix = outcome_mix(labels) if labels else None
     summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
                'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
-               'warnings': mix.warnings if mix else [],
+               'warnings': (mix.warnings if mix else []) + ([imported_note] if imported_note else []),
                'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
                if scores else None,
                'checks': _check_counts(scores.values()), 'skipped': skipped_checks(profile)}
     return ScoreRun(scores, failures, summary, events, skipped_checks(profile), notes)
+
+
+def _imported_outcomes(scores: dict[str, EpisodeScore], items: dict[str, Item]) -> str | None:
+    """An episode imported from elsewhere (a public dataset, another tool's bag) carries the outcome label its
+    source had, usually none: that is a fact of the source, not a fault of each episode. Its missing label is
+    an info per episode and one dataset-level line (None when no imported episode lacks one)."""
+    unlabelled = []
+    for name, scored in scores.items():
+        item = items[name]
+        if item.episode is None or not item.episode.source:
+            continue  # recorded here: the rig's own recorder should have set the outcome
+        findings = scored.report.findings
+        for k, finding in enumerate(findings):
+            if finding.check == 'completeness.outcome':
+                kind = item.episode.source.get('kind') or 'another tool\'s'
+                findings[k] = Finding(finding.check, INFO, finding.topic, f'no outcome label: imported from a {kind} '
+                                      'recording, which carries none')
+                unlabelled.append(name)
+    if not unlabelled:
+        return None
+    imported = sum(1 for n in scores if items[n].episode is not None and items[n].episode.source)
+    return (f'{len(unlabelled)} of {imported} imported episode(s) carry no outcome label (their source has none): '
+            'label them in review, or import with --outcome, before the success verdict or a training split '
+            'leans on it')
 
 
 def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
