@@ -10,9 +10,10 @@ import pytest
 
 from ros_robodata.cli.main import main
 from ros_robodata.profile import load_profile
-from ros_robodata.quality.episode import score_of
+from ros_robodata.quality.episode import EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
-from ros_robodata.quality.motion import JointMotion, Trajectory, limits_from_urdf
+from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, limits_from_urdf
+from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns
 from ros_robodata.quality.score import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits
 from ros_robodata.sim.faults import Fault
@@ -149,6 +150,68 @@ def test_a_joint_standing_still_is_stuck_only_when_it_should_have_moved() -> Non
     found = _checks(motion.findings())
     assert found['motion.stuck_joint'].severity == INFO and 'never changed' in found['motion.stuck_joint'].message
     assert 'motion.velocity_jump' not in found  # the start from rest is no jump
+
+
+HAND = ['kLeftElbow', 'kLeftHandThumbBend', 'kLeftWristYaw']
+
+
+def _hand_episode(index_used: bool, wrist_dead: bool, limits: dict[str, JointLimit] | None = None) -> JointMotion:
+    """10 s of a humanoid's arm and hand at 100 Hz: the elbow pinned at 0 (the end of its 0..1 travel) while its
+    command hovers 0..0.15 just inside that end (or, `index_used`, moving over its travel); the thumb
+    closing onto an object at 0.3 while its command goes on closing past it; the wrist following its command, or
+    (`wrist_dead`) reading 0.0 mid-travel for 3 s while its command sweeps through it."""
+    motion = JointMotion('/joint_states', HAND, joint_limits=limits)
+    for i in range(1000):
+        t = START + i * 10 * MS
+        s = np.sin(i / 60)
+        index = 0.5 + 0.5 * s if index_used else 0.0
+        index_cmd = index if index_used else 0.075 + 0.075 * s
+        thumb = 0.9 - 0.6 * min(i, 300) / 300
+        thumb_cmd = thumb if i < 300 else 0.3 - 0.3 * (0.5 + 0.5 * s)
+        wrist_cmd = 0.2 * np.sin(i / 40)
+        wrist = 0.0 if wrist_dead and 400 <= i < 700 else wrist_cmd
+        motion.command(t, HAND, [index_cmd, thumb_cmd, wrist_cmd])
+        motion.add(t, HAND, [index, thumb, wrist])
+    return motion
+
+
+def _stuck(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.message.split()[0]: f for f in findings if f.check == 'motion.stuck_joint'}
+
+
+def test_a_finger_at_its_end_stop_or_closed_on_an_object_is_no_stuck_encoder() -> None:
+    """A humanoid (issue 27): a joint resting at the end of its travel while its command hovers just inside it,
+    and a finger whose command went on closing past where the object held it, are information; a wrist that
+    reads one value mid-travel while its command sweeps through it stays a warning."""
+    stuck = _stuck(_hand_episode(False, True, {'kLeftElbow': JointLimit(0.0, 1.0)}).findings())
+    assert stuck['kLeftElbow'].severity == INFO and 'end of its travel' in stuck['kLeftElbow'].message
+    assert stuck['kLeftHandThumbBend'].severity == INFO and 'closed on an object' in \
+        stuck['kLeftHandThumbBend'].message
+    assert stuck['kLeftWristYaw'].severity == WARN and 'dead encoder' in stuck['kLeftWristYaw'].message
+
+
+def test_the_end_of_a_joints_travel_is_where_the_dataset_ends_it_and_a_pattern_is_said_once() -> None:
+    """Without a URDF, one episode cannot know the pinned elbow is at its end; the dataset can (another episode
+    used it over 0..1). A warning in most episodes (a dead wrist in 3 of 4) becomes one dataset-level pattern and
+    an info in each."""
+    runs = [_hand_episode(False, True), _hand_episode(False, True), _hand_episode(False, True),
+            _hand_episode(True, False)]
+    reports = {}
+    for k, motion in enumerate(runs):
+        findings = motion.findings()
+        reports[f'ep{k}'] = EpisodeReport(findings, {}, START, START + 10**10, None, list(motion.names),
+                                          motion.stuck_detail())
+    assert _stuck(reports['ep0'].findings)['kLeftElbow'].severity == WARN  # alone: its travel is unknown
+    assert explain_stuck_over_dataset(reports) == 3
+    assert all(_stuck(reports[f'ep{k}'].findings)['kLeftElbow'].severity == INFO for k in range(3))
+    patterns = find_patterns(reports)
+    # The dead wrist's jumps back to its command are the same pattern's other face.
+    assert [(p.check, p.subject, p.episodes) for p in patterns] == [
+        ('motion.stuck_joint', 'kLeftWristYaw', ('ep0', 'ep1', 'ep2')),
+        ('motion.velocity_jump', '', ('ep0', 'ep1', 'ep2'))]
+    assert patterns[0].line().startswith('motion.stuck_joint on kLeftWristYaw on /joint_states in 3 of 4 episodes')
+    assert all(_stuck(reports[f'ep{k}'].findings)['kLeftWristYaw'].severity == INFO for k in range(3))
+    assert not any(f.severity == WARN for r in reports.values() for f in r.findings if f.check == 'motion.stuck_joint')
 
 
 def test_a_sample_republished_while_the_arm_moves_is_a_repeated_sample_not_a_jump() -> None:

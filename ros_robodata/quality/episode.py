@@ -68,6 +68,7 @@ class EpisodeReport:
     end_ns: int | None
     trajectory: tuple[Any, Any] | None = None  # (times_ns, N x J positions), decimated; not serialized
     joint_names: list[str] = field(default_factory=list)
+    motion_detail: dict[str, Any] = field(default_factory=dict)  # JointMotion.stuck_detail(); not serialized
 
     @property
     def score(self) -> float:
@@ -298,7 +299,8 @@ class EpisodeQuality:
         stamped = self.first_stamp_ns is not None and self.last_stamp_ns is not None
         return EpisodeReport(findings, metrics, self.first_stamp_ns if stamped else self.first_ns,
                              self.last_stamp_ns if stamped else self.last_ns,
-                             (times, rows) if len(times) else None, list(motion.names) if motion else [])
+                             (times, rows) if len(times) else None, list(motion.names) if motion else [],
+                             motion.stuck_detail() if motion is not None else {})
 
     def _completeness(self, outcome: str | None, min_episode_s: float) -> list[Finding]:
         out = []

@@ -7,9 +7,11 @@ A policy learns the motion it is shown; jerky, idle or physically impossible str
 from __future__ import annotations
 
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +60,37 @@ class MotionLimits:
 
 
 _STILL_EVERY = 5  # samples between idle/stuck judgements
+END_STOP_SHARE = 0.05  # of a joint's travel: a reading this close to its lowest or highest is at an end
+END_MARGIN_SHARE = 0.2  # ... and a command that stays this close to that end does not move it off the stop
+# Joint names that say a hand or a gripper (LeRobot's and common hands' conventions: Inspire, Shadow, Allegro,
+# SO-101's gripper, ALOHA's): an object in the fingers holds them where their command is not.
+HAND_WORDS = ('gripper', 'hand', 'finger', 'thumb', 'index', 'middle', 'ring', 'pinky', 'little', 'claw', 'jaw')
+
+
+def explain_stuck(name: str, spans: Sequence[Sequence[float]], travel_range: Sequence[float]) -> str:
+    """Why a joint that held still while its command moved is no fault, over `travel_range` (its travel: this
+    episode's, or the dataset's): '' when any of its stretches (held value, command low, command high) is not
+    explained. At an end stop the reading rests within END_STOP_SHARE of an end and the command stays within
+    END_MARGIN_SHARE of it; a hand joint's command going on past where it held is an object in the fingers."""
+    low, high = travel_range
+    travel = max(high - low, 1e-9)
+    reasons = set()
+    for held, lo, hi in spans:
+        at_end = min(held - low, high - held) <= END_STOP_SHARE * travel
+        if at_end and max(abs(hi - held), abs(lo - held)) <= END_MARGIN_SHARE * travel:
+            reasons.add('at the end of its travel, its command within a small margin of that end (an end stop '
+                        'or a readback clipped there)')
+        elif is_hand_joint(name) and (lo >= held or hi <= held):
+            reasons.add('a hand joint whose command went on past where it held (closed on an object)')
+        else:
+            return ''
+    return '; '.join(sorted(reasons))
+
+
+def is_hand_joint(name: str) -> bool:
+    """Whether a joint's name says it moves a finger or a gripper jaw."""
+    words = {w.lower() for w in re.findall(r'[A-Z]?[a-z]+|[A-Z]+(?![a-z])', name)}  # snake_case, camelCase
+    return bool(words & set(HAND_WORDS))
 
 
 class Trajectory:
@@ -113,6 +146,8 @@ class JointMotion:
         self._idle = Ranges(join_ns=0)
         self._stuck: dict[str, Ranges] = {}
         self._stuck_travel: dict[str, float] = {}
+        self._stuck_spans: dict[str, list[tuple[float, float, float]]] = {}  # (held value, command low, high)
+        self._seen: list[tuple[float, float]] = []  # each joint's lowest and highest reading in the episode
         self._commands: dict[str, list[tuple[int, float]]] = {}
         self._command_range: dict[str, tuple[float, float]] = {}  # what the command did per joint, all episode
         self._not_stuck = set(not_stuck)  # a gripper joint: an object holds it where its command is not
@@ -181,10 +216,15 @@ class JointMotion:
         self._last = (stamp_ns, q)
         if last is None or stamp_ns <= last[0]:
             return fired
+        if len(self._seen) != len(q):
+            self._seen = [(v, v) for v in q]
         for i, (a, b) in enumerate(zip(q, last[1], strict=True)):
             if a != b:
                 self._changed[i] = True
                 self._travel[i] += abs(a - b)
+            low, high = self._seen[i]
+            if a < low or a > high:
+                self._seen[i] = (min(low, a), max(high, a))
         step = stamp_ns - last[0]
         dt = step / 1e9
         speed = [(a - b) / dt for a, b in zip(q, last[1], strict=True)]
@@ -278,6 +318,32 @@ class JointMotion:
                     # commanded to move, reported the same value (judged against the whole episode at the end)
                     self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
                     self._stuck_travel[name] = max(self._stuck_travel.get(name, 0.0), travel)
+                    values = [v for t, v in self._commands.get(name, ()) if since <= t <= stamp_ns]
+                    self._stuck_spans.setdefault(name, []).append((q[i], min(values), max(values)))
+
+    def _explained(self, name: str) -> str:
+        """Why a joint that held still while its command moved is no fault ('' when nothing explains it): it
+        rests at the end of its travel in this episode and its command stays within a small margin of that end
+        (an end stop, or a readback clipped there), or it is a hand or gripper joint whose command went on past
+        where it holds (a finger closed on an object). Every such stretch of the joint must be explained."""
+        spans = self._stuck_spans.get(name, [])
+        i = self.names.index(name) if name in self.names else -1
+        if not spans or i < 0 or i >= len(self._seen):
+            return ''
+        low, high = self._seen[i]
+        c_low, c_high = self._command_range.get(name, (low, high))
+        limit = self.joint_limits.get(name)
+        if limit is not None:  # the URDF's travel, where the profile gives it
+            low, high = min(low, limit.lower), max(high, limit.upper)
+        return explain_stuck(name, spans, (min(low, c_low), max(high, c_high)))
+
+    def stuck_detail(self) -> dict[str, Any]:
+        """What the dataset-wide judgement of stuck joints needs: per joint that held still while commanded,
+        its stretches (held value, command low, command high), and every joint's readings' and commands' span."""
+        ranges = {name: [*self._seen[i]] for i, name in enumerate(self.names) if i < len(self._seen)}
+        for name, (low, high) in self._command_range.items():
+            ranges[name] = [min(low, *ranges.get(name, [low])), max(high, *ranges.get(name, [high]))]
+        return {'stuck': {n: [list(s) for s in spans] for n, spans in self._stuck_spans.items()}, 'ranges': ranges}
 
     def _close_idle(self, end_ns: int) -> None:
         since = self._still_since
@@ -362,6 +428,12 @@ class JointMotion:
             low, high = self._command_range.get(name, (0.0, 0.0))
             if self._stuck_travel[name] < self.limits.stuck_command_share * (high - low):
                 continue  # a twitch of the leader next to what the operator did with that joint: a deadband
+            why = self._explained(name)
+            if why:
+                out.append(ranges.finding('motion.stuck_joint', INFO, topic, f'{name} held still for '
+                                          f'{ranges.worst:.1f} s while its command moved by '
+                                          f'{self._stuck_travel[name]:.3g}: {why}', self.limits.stuck_after_s))
+                continue
             out.append(ranges.finding('motion.stuck_joint', WARN, topic, f'{name} reported the same value for '
                                       f'{ranges.worst:.1f} s while its command moved by '
                                       f'{self._stuck_travel[name]:.3g} (a dead encoder or a blocked joint?)',

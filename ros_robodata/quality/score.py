@@ -23,6 +23,7 @@ from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
+from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns
 from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 QUALITY_FILE = 'quality.json'
@@ -194,6 +195,9 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
             notes[name] = list(scored.notes)
 
     imported_note = _imported_outcomes(scores, by_name)
+    reports = {name: s.report for name, s in scores.items()}
+    explain_stuck_over_dataset(reports)
+    patterns = find_patterns(reports) if len(reports) > 1 else []
     _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
     _judge_consistency(scores, profile, events)
     _flag_jerky(scores)
@@ -201,7 +205,9 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     mix = outcome_mix(labels) if labels else None
     summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
                'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
-               'warnings': (mix.warnings if mix else []) + ([imported_note] if imported_note else []),
+               'warnings': (mix.warnings if mix else []) + ([imported_note] if imported_note else [])
+               + [p.line() for p in patterns],
+               'patterns': [p.to_json() for p in patterns],
                'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
                if scores else None,
                'checks': _check_counts(scores.values()), 'skipped': skipped_checks(profile)}

@@ -1,0 +1,101 @@
+"""Judgements that need the whole dataset: a joint's travel over every episode (its end stops), and findings that
+hold in most episodes (a pattern of the rig or the source, said once, not a fault of each episode)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ros_robodata.quality.episode import EpisodeReport
+from ros_robodata.quality.findings import INFO, WARN, Finding
+from ros_robodata.quality.motion import explain_stuck
+
+__all__ = ['PATTERN_MIN_EPISODES', 'PATTERN_SHARE', 'Pattern', 'explain_stuck_over_dataset', 'find_patterns']
+
+STUCK = 'motion.stuck_joint'
+PATTERN_SHARE = 0.5  # a warning in more than this share of the episodes is a pattern of the dataset
+PATTERN_MIN_EPISODES = 3  # ... and in at least this many
+# Findings judged against the others already, or about each episode's own label: never a pattern.
+NOT_PATTERNS = frozenset({'success.disagrees', 'consistency.outlier', 'motion.jerky', 'completeness.outcome'})
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One warning that holds in most episodes of a dataset: which check, on what, where."""
+
+    check: str
+    topic: str
+    subject: str  # the joint a motion finding is about ('' for a topic-level one)
+    episodes: tuple[str, ...]
+    of: int  # episodes scored
+    example: str  # one episode's message
+
+    def line(self) -> str:
+        what = f'{self.subject} on {self.topic}' if self.subject else (self.topic or 'the episode')
+        return (f'{self.check} on {what} in {len(self.episodes)} of {self.of} episodes: a pattern of this dataset '
+                f'(an info in each), e.g. "{self.example}"')
+
+    def to_json(self) -> dict[str, Any]:
+        return {'check': self.check, 'topic': self.topic, 'subject': self.subject, 'episodes': list(self.episodes),
+                'of': self.of, 'example': self.example, 'message': self.line()}
+
+
+def _subject(finding: Finding) -> str:
+    return finding.message.split(' ', 1)[0] if finding.check == STUCK else ''
+
+
+def explain_stuck_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
+    """Re-judge each episode's stuck-joint warnings over the joint's travel in the whole dataset (the end of
+    its travel is where the dataset's readings and commands end, not where one episode's do): an end stop or a
+    hand closed on an object becomes an info. Returns how many warnings became infos."""
+    travel: dict[str, list[float]] = {}
+    for report in reports.values():
+        for name, (low, high) in (report.motion_detail.get('ranges') or {}).items():
+            seen = travel.setdefault(name, [low, high])
+            seen[0], seen[1] = min(seen[0], low), max(seen[1], high)
+    changed = 0
+    for report in reports.values():
+        spans = report.motion_detail.get('stuck') or {}
+        for k, finding in enumerate(report.findings):
+            name = _subject(finding)
+            if finding.check != STUCK or finding.severity != WARN or name not in spans or name not in travel:
+                continue
+            why = explain_stuck(name, spans[name], travel[name])
+            if why:
+                held = finding.message.split(' while ', 1)[-1].split(' (', 1)[0]
+                report.findings[k] = replace(finding, severity=INFO, message=f'{name} held still while {held}: '
+                                             f'{why}, over its travel in this dataset')
+                changed += 1
+    return changed
+
+
+def find_patterns(reports: Mapping[str, EpisodeReport]) -> list[Pattern]:
+    """Warnings of one check on one topic (and joint) in most episodes: each becomes one Pattern, and in each
+    episode an info, so a trait of the rig or of the source is said once instead of in every episode."""
+    seen: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
+    for name, report in reports.items():
+        keys = set()
+        for k, finding in enumerate(report.findings):
+            if finding.severity != WARN or finding.check in NOT_PATTERNS:
+                continue
+            key = (finding.check, finding.topic, _subject(finding))
+            if key not in keys:
+                keys.add(key)
+                seen.setdefault(key, []).append((name, k))
+    total = len(reports)
+    patterns = []
+    for (check, topic, subject), where in sorted(seen.items()):
+        if len(where) < PATTERN_MIN_EPISODES or len(where) <= PATTERN_SHARE * total:
+            continue
+        first = reports[where[0][0]].findings[where[0][1]].message
+        patterns.append(Pattern(check, topic, subject, tuple(n for n, _ in where), total, first))
+        for name, _ in where:
+            report = reports[name]
+            for k, finding in enumerate(report.findings):
+                if (finding.check, finding.topic, _subject(finding)) == (check, topic, subject) \
+                        and finding.severity == WARN:
+                    report.findings[k] = replace(finding, severity=INFO,
+                                                 message=f'{finding.message} [a pattern of this dataset: '
+                                                         f'{len(where)} of {total} episodes]')
+    return patterns
