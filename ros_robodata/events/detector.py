@@ -58,6 +58,7 @@ PRESS_HOLD_S = 0.15
 COMMAND_CLOSED = 0.1
 QUANTUM_STEPS = 2.5  # a quantised position's jitter, in steps, that is not yet motion
 QUANTUM_MAX = 0.01  # of the stroke: a coarser step than this is no reading's resolution
+SECURED_SHARE = 0.75  # of the holding effort: the object is secured once the grip force built this far
 REACHED = 0.01  # of the stroke: fingers within this of where they rest have reached it
 RECENT_SAMPLES = 512  # the closing path kept to stamp where it reached its rest
 # With neither a command channel nor an effort signal, a stop is contact once it lasted this long: an operator's
@@ -566,7 +567,10 @@ class EventDetector:
             if hold is not None and math.isfinite(effort):
                 evidence.append(Evidence('gripper.effort', effort - self._e_idle, hold))
                 confidence = 0.95
-                secured = g.stop_ns or g.stall_ns  # the grip force builds from the stop on
+                # Secured once the grip force built to its holding level after the fingers met the object.
+                start = g.stop_ns or g.stall_ns
+                secured = max(start, next((ts for ts, e in g.efforts if ts >= start
+                                           and e - self._e_idle >= SECURED_SHARE * hold), g.stall_ns or start))
             self._emit(out, GRASP, secured, t, confidence, evidence)
             self._state = _HOLDING
             if self.settings.use_wrench and self._wrist.baseline is not None:
