@@ -198,6 +198,7 @@ class EventDetector:
         self._closed, self._stroke = used.closed, used.span
         self._g_last: tuple[int, float, float] | None = None  # stamp, x, v
         self._g_periods: deque[int] = deque(maxlen=50)
+        self._g_period = 10_000_000.0  # their median, kept as they come (asked for many times a sample)
         self._speed = FingerSpeed()
         same_units = (settings.command_open, settings.command_closed) == (settings.open_position,
                                                                         settings.closed_position)
@@ -323,6 +324,9 @@ class EventDetector:
             period = r.stamp_ns - last[0]
             typical = self._period_ns() if self._g_periods else period
             self._g_periods.append(period)
+            ordered = sorted(self._g_periods)
+            middle = len(ordered) // 2
+            self._g_period = float(ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2)
             if period > 5 * typical:  # a gap in the stream: the jump across it is not motion we saw
                 self._x_noise.reset_last()
                 self._v_noise.reset_last()
@@ -382,7 +386,7 @@ class EventDetector:
             self._x_range = (factor * low + offset, factor * high + offset)
 
     def _period_ns(self) -> float:
-        return float(np.median(self._g_periods)) if self._g_periods else 10_000_000.0
+        return self._g_period
 
     def _onset(self, t_ns: int, x: float, v: float, from_x: float, last: tuple[int, float, float] | None) -> int:
         """When a stroke seen at (t, x) moving at v began from from_x: back along the speed (a stroke speeds up,
