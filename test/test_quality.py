@@ -214,6 +214,28 @@ def test_the_end_of_a_joints_travel_is_where_the_dataset_ends_it_and_a_pattern_i
     assert not any(f.severity == WARN for r in reports.values() for f in r.findings if f.check == 'motion.stuck_joint')
 
 
+def test_a_hand_snapping_shut_in_a_frame_is_how_it_grasps_not_a_jump_fault() -> None:
+    """Dexterous hands close in a snap (issue 27: 0.16 of the range in one frame): information; the same step on
+    a wrist joint is a warning."""
+    def run(snapping: str) -> Finding:
+        names = ['kLeftWristYaw', 'kLeftHandIndex']
+        motion = JointMotion('/joint_states', names)
+        for i in range(900):  # 30 s at 30 Hz
+            t = START + i * 33 * MS
+            wrist, index = 0.3 * np.sin(i / 30), 0.4 + 0.3 * np.sin(i / 45)
+            if i >= 600:  # one snap of 0.16 in a frame, held
+                if snapping == 'kLeftHandIndex':
+                    index += 0.16
+                else:
+                    wrist += 0.16
+            motion.add(t, names, [wrist, index])
+        return {f.check: f for f in motion.findings()}['motion.velocity_jump']
+
+    hand, wrist = run('kLeftHandIndex'), run('kLeftWristYaw')
+    assert hand.severity == INFO and 'hand or gripper joints only' in hand.message
+    assert wrist.severity == WARN and 'in the motion itself' in wrist.message
+
+
 def test_a_sample_republished_while_the_arm_moves_is_a_repeated_sample_not_a_jump() -> None:
     """An industrial arm's driver published the same joint sample twice while the arm moved at 0.66 rad/s, and
     its stamps step 40/58 ms now and then: neither is the arm jerking."""

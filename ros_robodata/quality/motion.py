@@ -136,6 +136,7 @@ class JointMotion:
         self._beyond_joints: set[str] = set()
         self._jumps = Ranges()
         self._stamp_jumps = 0  # of those, explained by an uneven stamp step, not by the arm
+        self._hand_jumps = 0  # ... or by a hand or gripper joint snapping shut or open, as grasps do
         self._repeats = Ranges()
         self._pending_repeat: int | None = None
         self._moving_samples = 0
@@ -266,9 +267,13 @@ class JointMotion:
                 self._speeds = self._speeds[-100:]
         if self._typical_change > 0 and change > self.jump_limit:
             uneven = self._period > 0 and abs(step_ns - self._period) > self.limits.uneven_stamp_share * self._period
+            limit = self.jump_limit
+            jumped = [n for n, a, b in zip(self.names, speed, previous, strict=True) if abs(a - b) > limit]
+            hand = not uneven and bool(jumped) and all(is_hand_joint(n) for n in jumped)
             self._jumps.add(stamp_ns, change)
             self._stamp_jumps += uneven
-            if not uneven:
+            self._hand_jumps += hand
+            if not uneven and not hand:
                 fired.append('motion.velocity_jump')
 
     @property
@@ -416,10 +421,12 @@ class JointMotion:
                 'of the moving samples): the driver repeats a stale reading; speeds are taken across them',
                 self.limits.repeated_warn_share))
         if self._jumps:
-            in_motion = self._jumps.count - self._stamp_jumps
+            in_motion = self._jumps.count - self._stamp_jumps - self._hand_jumps
             causes = [f'{n} {why}' for n, why in ((in_motion, 'in the motion itself'),
                                                    (self._stamp_jumps, "at uneven stamp steps (the driver's timing, "
-                                                    'not the arm)')) if n]
+                                                    'not the arm)'),
+                                                   (self._hand_jumps, 'in hand or gripper joints only (fingers '
+                                                    'snapping shut or open, as grasps do)')) if n]
             out.append(self._jumps.finding('motion.velocity_jump', WARN if in_motion else INFO, topic,
                                            f'{topic}: joint speed jumped by up to {self._jumps.worst:.3g} in one '
                                            f'sample, beyond the task\'s own motion: {", ".join(causes)}',
