@@ -12,7 +12,7 @@ from ros_robodata.cli.main import main
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.episode import EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
-from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, limits_from_urdf
+from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, explain_stuck, limits_from_urdf
 from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns
 from ros_robodata.quality.score import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits
@@ -212,6 +212,15 @@ def test_the_end_of_a_joints_travel_is_where_the_dataset_ends_it_and_a_pattern_i
     assert patterns[0].line().startswith('motion.stuck_joint on kLeftWristYaw on /joint_states in 3 of 4 episodes')
     assert all(_stuck(reports[f'ep{k}'].findings)['kLeftWristYaw'].severity == INFO for k in range(3))
     assert not any(f.severity == WARN for r in reports.values() for f in r.findings if f.check == 'motion.stuck_joint')
+
+
+def test_a_follower_held_at_its_stop_while_its_leader_asks_past_it_is_an_end_stop() -> None:
+    """An SO-101 follower's wrist reads 92.7 at the top of its travel while the leader goes on to 114: the
+    follower cannot follow past its stop. The same reading mid-travel with the command on both sides is not
+    explained, and a joint that never moved cannot tell which end it is at."""
+    assert 'end stop' in explain_stuck('wrist_flex.pos', [(92.7, 92.4, 114.4)], (36.2, 92.9), (56.0, 114.4))
+    assert explain_stuck('wrist_flex.pos', [(66.2, 40.0, 90.0)], (36.2, 92.9), (40.0, 114.4)) == ''
+    assert explain_stuck('kLeftElbow', [(0.0, 0.0, 0.15)], (0.0, 0.0), (0.0, 0.15)) == ''
 
 
 def test_a_hand_snapping_shut_in_a_frame_is_how_it_grasps_not_a_jump_fault() -> None:

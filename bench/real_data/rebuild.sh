@@ -16,6 +16,9 @@ take /work/.mirror/chenfei-source+ACT-robot-manipulation/repo befd64aa7765c72358
      dataset piper_grape_plate
 take /work/.mirror/Ghosty2003+Techin517/repo 3d659b17931c047a0a82c8fa73cc69d78f9a46dc \
      huggingface/lerobot/project/bi_so101_test bi_so101_clean_desk
+# the G1 humanoid (issue 27): data/, meta/ and its MIT LICENSE, no videos (git may say the videos are missing)
+rm -rf "$OUT/g1_inspire" && mkdir -p "$OUT/g1_inspire"
+git --git-dir=/work/.mirror/YifanTian07+G1-policy-train/repo archive d1d3bb4 data meta LICENSE | tar -x -C "$OUT/g1_inspire"
 # every parquet must be real (starts with PAR1), not a Git LFS pointer
 for f in $(find "$OUT/so101_robothon_pickplace" "$OUT/piper_grape_plate" "$OUT/bi_so101_clean_desk" -name '*.parquet'); do
     [ "$(head -c4 "$f")" = PAR1 ] || { echo "not parquet: $f" >&2; exit 1; }

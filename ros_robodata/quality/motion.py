@@ -61,27 +61,39 @@ class MotionLimits:
 
 _STILL_EVERY = 5  # samples between idle/stuck judgements
 END_STOP_SHARE = 0.05  # of a joint's travel: a reading this close to its lowest or highest is at an end
+KNOWN_TRAVEL_SHARE = 0.5  # readings over this share of the travel show where a joint's ends are
 END_MARGIN_SHARE = 0.2  # ... and a command that stays this close to that end does not move it off the stop
 # Joint names that say a hand or a gripper (LeRobot's and common hands' conventions: Inspire, Shadow, Allegro,
 # SO-101's gripper, ALOHA's): an object in the fingers holds them where their command is not.
 HAND_WORDS = ('gripper', 'hand', 'finger', 'thumb', 'index', 'middle', 'ring', 'pinky', 'little', 'claw', 'jaw')
 
 
-def explain_stuck(name: str, spans: Sequence[Sequence[float]], travel_range: Sequence[float]) -> str:
-    """Why a joint that held still while its command moved is no fault, over `travel_range` (its travel: this
-    episode's, or the dataset's): '' when any of its stretches (held value, command low, command high) is not
-    explained. At an end stop the reading rests within END_STOP_SHARE of an end and the command stays within
-    END_MARGIN_SHARE of it; a hand joint's command going on past where it held is an object in the fingers."""
-    low, high = travel_range
-    travel = max(high - low, 1e-9)
+def explain_stuck(name: str, spans: Sequence[Sequence[float]], readings: Sequence[float],
+                  commands: Sequence[float] | None = None) -> str:
+    """Why a joint that held still while its command moved is no fault, given where its readings reach
+    (`readings`: low, high, this episode's or the dataset's) and its commands (`commands`): '' when any of its
+    stretches (held value, command low, command high) is not explained. At an end stop the reading rests within
+    END_STOP_SHARE of the readings' end and the command stays beyond that end or within END_MARGIN_SHARE of it
+    (a follower whose leader asks past its stop, a readback clipped there); a hand joint's command going on past
+    where it held is an object in the fingers."""
+    low, high = readings
+    c_low, c_high = commands if commands is not None else readings
+    travel = max(high - low, c_high - c_low, 1e-9)
+    margin = END_MARGIN_SHARE * travel
+    known = high - low >= KNOWN_TRAVEL_SHARE * travel  # the readings show where its ends are
     reasons = set()
     for held, lo, hi in spans:
-        at_end = min(held - low, high - held) <= END_STOP_SHARE * travel
-        if at_end and max(abs(hi - held), abs(lo - held)) <= END_MARGIN_SHARE * travel:
-            reasons.add('at the end of its travel, its command within a small margin of that end (an end stop '
-                        'or a readback clipped there)')
-        elif is_hand_joint(name) and (lo >= held or hi <= held):
-            reasons.add('a hand joint whose command went on past where it held (closed on an object)')
+        at_low = known and held - low <= END_STOP_SHARE * travel and hi <= held + margin
+        at_high = known and high - held <= END_STOP_SHARE * travel and lo >= held - margin
+        if is_hand_joint(name) and (lo >= held or hi <= held or (lo < held if held - low <= high - held
+                                                                 else hi > held)):
+            # Its command on one side of where it held, or past it towards the end it held nearer to (fingers
+            # closed on an object sit towards their closed end, and a tighter squeeze does not move them).
+            reasons.add('a hand joint whose command went on past where it held (closed on an object, or at its '
+                        'end stop)')
+        elif at_low or at_high:
+            reasons.add('at the end of its travel, its command beyond that end or within a small margin of it (an '
+                        'end stop, or a readback clipped there)')
         else:
             return ''
     return '; '.join(sorted(reasons))
@@ -336,19 +348,17 @@ class JointMotion:
         if not spans or i < 0 or i >= len(self._seen):
             return ''
         low, high = self._seen[i]
-        c_low, c_high = self._command_range.get(name, (low, high))
         limit = self.joint_limits.get(name)
         if limit is not None:  # the URDF's travel, where the profile gives it
             low, high = min(low, limit.lower), max(high, limit.upper)
-        return explain_stuck(name, spans, (min(low, c_low), max(high, c_high)))
+        return explain_stuck(name, spans, (low, high), self._command_range.get(name))
 
     def stuck_detail(self) -> dict[str, Any]:
         """What the dataset-wide judgement of stuck joints needs: per joint that held still while commanded,
         its stretches (held value, command low, command high), and every joint's readings' and commands' span."""
-        ranges = {name: [*self._seen[i]] for i, name in enumerate(self.names) if i < len(self._seen)}
-        for name, (low, high) in self._command_range.items():
-            ranges[name] = [min(low, *ranges.get(name, [low])), max(high, *ranges.get(name, [high]))]
-        return {'stuck': {n: [list(s) for s in spans] for n, spans in self._stuck_spans.items()}, 'ranges': ranges}
+        return {'stuck': {n: [list(s) for s in spans] for n, spans in self._stuck_spans.items()},
+                'ranges': {name: [*self._seen[i]] for i, name in enumerate(self.names) if i < len(self._seen)},
+                'commands': {name: [*span] for name, span in self._command_range.items()}}
 
     def _close_idle(self, end_ns: int) -> None:
         since = self._still_since

@@ -49,19 +49,21 @@ def explain_stuck_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
     """Re-judge each episode's stuck-joint warnings over the joint's travel in the whole dataset (the end of
     its travel is where the dataset's readings and commands end, not where one episode's do): an end stop or a
     hand closed on an object becomes an info. Returns how many warnings became infos."""
-    travel: dict[str, list[float]] = {}
+    readings: dict[str, list[float]] = {}
+    commands: dict[str, list[float]] = {}
     for report in reports.values():
-        for name, (low, high) in (report.motion_detail.get('ranges') or {}).items():
-            seen = travel.setdefault(name, [low, high])
-            seen[0], seen[1] = min(seen[0], low), max(seen[1], high)
+        for key, spans in (('ranges', readings), ('commands', commands)):
+            for name, (low, high) in (report.motion_detail.get(key) or {}).items():
+                seen = spans.setdefault(name, [low, high])
+                seen[0], seen[1] = min(seen[0], low), max(seen[1], high)
     changed = 0
     for report in reports.values():
         spans = report.motion_detail.get('stuck') or {}
         for k, finding in enumerate(report.findings):
             name = _subject(finding)
-            if finding.check != STUCK or finding.severity != WARN or name not in spans or name not in travel:
+            if finding.check != STUCK or finding.severity != WARN or name not in spans or name not in readings:
                 continue
-            why = explain_stuck(name, spans[name], travel[name])
+            why = explain_stuck(name, spans[name], readings[name], commands.get(name))
             if why:
                 held = finding.message.split(' while ', 1)[-1].split(' (', 1)[0]
                 report.findings[k] = replace(finding, severity=INFO, message=f'{name} held still while {held}: '

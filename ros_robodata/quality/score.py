@@ -205,7 +205,9 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     mix = outcome_mix(labels) if labels else None
     summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
                'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
-               'warnings': (mix.warnings if mix else []) + ([imported_note] if imported_note else [])
+               'warnings': [w for w in (mix.warnings if mix else [])
+                            if not (imported_note and w.endswith('have no outcome label'))]
+               + ([imported_note] if imported_note else [])
                + [p.line() for p in patterns],
                'patterns': [p.to_json() for p in patterns],
                'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
