@@ -181,7 +181,7 @@ class LeRobotSource:
         return files
 
     def episodes(self) -> Iterator[LeRobotEpisode]:
-        wanted = ['episode_index', 'timestamp', layout.STATE, layout.ACTION, 'task_index']
+        wanted = ['episode_index', 'frame_index', 'timestamp', layout.STATE, layout.ACTION, 'task_index']
         by_episode: dict[int, list[dict[str, Any]]] = {}
         for path in self._data_files():
             table = read_parquet(path)
@@ -191,7 +191,10 @@ class LeRobotSource:
             for row in table.select(have).to_pylist():
                 by_episode.setdefault(int(row['episode_index']), []).append(row)
         for index in sorted(by_episode):
-            rows = sorted(by_episode[index], key=lambda r: r['timestamp'])
+            # In the order the frames were recorded (frame_index), not by their timestamps: a clock that stepped
+            # back stays a stamp going backwards for the timing checks to say, not a silent reshuffle.
+            rows = sorted(by_episode[index], key=lambda r: (r['frame_index'], r['timestamp']) if
+                          r.get('frame_index') is not None else (0, r['timestamp']))
             meta = self.meta.get(index, {})
             task_index = rows[0].get('task_index')
             task = self.tasks.get(int(task_index)) if task_index is not None else None
@@ -273,10 +276,27 @@ def _frames(path: Path, times: np.ndarray, fps: float) -> Iterator[tuple[int, np
             raise RobodataError(f'{path}: decoding stopped at {k} of {len(times)} frames: {err}') from None
 
 
+def _arrivals(stamps: np.ndarray, fps: float) -> np.ndarray:
+    """When each frame 'arrived', in frame order: its timestamp, except that a timestamp that stepped back (or
+    repeats) does not take the arrival clock back with it; from there on, the arrivals run ahead of the stamps by
+    the step. So the bag keeps the recording's order and the timing checks see the stamps jump against arrival,
+    as they would on a rig."""
+    period = round(1e9 / fps) if fps > 0 else 1
+    out = stamps.copy()
+    shift = 0
+    for i in range(1, len(stamps)):
+        step = int(stamps[i] - stamps[i - 1])
+        if step <= 0:
+            shift += period - step
+        out[i] = stamps[i] + shift
+    return out
+
+
 def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_ns: int, options: ImportOptions,
                raw: bool, profile: Profile | None) -> tuple[int, dict[str, int]]:
     types = typestore().types
     stamps = start_ns + np.round(episode.timestamps * 1e9).astype(np.int64)
+    received = _arrivals(stamps, source.fps)
     state_names = source.names(layout.STATE, episode.state.shape[1])
     action_names = source.names(layout.ACTION, episode.action.shape[1]) if episode.action is not None else []
     empty = np.array([], dtype=np.float64)
@@ -287,11 +307,11 @@ def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_
         writer.add_topic(STATE_TOPIC, JOINT_STATE)
         if episode.action is not None:
             writer.add_topic(ACTION_TOPIC, JOINT_STATE)
-        for i, stamp in enumerate(stamps):
-            writer.write_message(STATE_TOPIC, int(stamp), types[JOINT_STATE](
+        for i, (stamp, arrival) in enumerate(zip(stamps, received, strict=True)):
+            writer.write_message(STATE_TOPIC, int(arrival), types[JOINT_STATE](
                 header=header(int(stamp)), name=state_names, position=episode.state[i], velocity=empty, effort=empty))
             if episode.action is not None:
-                writer.write_message(ACTION_TOPIC, int(stamp), types[JOINT_STATE](
+                writer.write_message(ACTION_TOPIC, int(arrival), types[JOINT_STATE](
                     header=header(int(stamp)), name=action_names, position=episode.action[i], velocity=empty,
                     effort=empty))
         for key in source.video_keys:

@@ -60,6 +60,8 @@ class MotionLimits:
 
 
 _STILL_EVERY = 5  # samples between idle/stuck judgements
+EARLY_KEPT = 1000  # speed changes kept to judge once the task's typical change is known
+EARLY_MIN_SAMPLES = 30  # ... or, in a short episode, once this many moving samples showed it
 END_STOP_SHARE = 0.05  # of a joint's travel: a reading this close to its lowest or highest is at an end
 KNOWN_TRAVEL_SHARE = 0.5  # readings over this share of the travel show where a joint's ends are
 END_MARGIN_SHARE = 0.2  # ... and a command that stays this close to that end does not move it off the stop
@@ -149,6 +151,7 @@ class JointMotion:
         self._jumps = Ranges()
         self._stamp_jumps = 0  # of those, explained by an uneven stamp step, not by the arm
         self._hand_jumps = 0  # ... or by a hand or gripper joint snapping shut or open, as grasps do
+        self._early: list[tuple[int, float, int, list[float]]] = []  # speed changes before the typical was known
         self._repeats = Ranges()
         self._pending_repeat: int | None = None
         self._moving_samples = 0
@@ -277,10 +280,29 @@ class JointMotion:
             if len(self._speeds) >= 200:
                 self._peak_speed = float(np.percentile(self._speeds, 95))
                 self._speeds = self._speeds[-100:]
-        if self._typical_change > 0 and change > self.jump_limit:
+        if self._typical_change <= 0:
+            # Before the task's typical motion is known, a jump is kept to be judged once it is (a spike in an
+            # episode's first seconds is no less a spike).
+            if len(self._early) < EARLY_KEPT:
+                self._early.append((stamp_ns, change, step_ns, [abs(a - b) for a, b in
+                                                                zip(speed, previous, strict=True)]))
+            return
+        if self._early:
+            self._judge_early()
+        self._judge_jump(stamp_ns, change, step_ns, [abs(a - b) for a, b in zip(speed, previous, strict=True)],
+                         fired)
+
+    def _judge_early(self) -> None:
+        early, self._early = self._early, []
+        for stamp_ns, change, step_ns, changes in early:
+            self._judge_jump(stamp_ns, change, step_ns, changes, [])
+
+    def _judge_jump(self, stamp_ns: int, change: float, step_ns: int, changes: list[float],
+                    fired: list[str]) -> None:
+        limit = self.jump_limit
+        if change > limit:
             uneven = self._period > 0 and abs(step_ns - self._period) > self.limits.uneven_stamp_share * self._period
-            limit = self.jump_limit
-            jumped = [n for n, a, b in zip(self.names, speed, previous, strict=True) if abs(a - b) > limit]
+            jumped = [n for n, c in zip(self.names, changes, strict=True) if c > limit]
             hand = not uneven and bool(jumped) and all(is_hand_joint(n) for n in jumped)
             self._jumps.add(stamp_ns, change)
             self._stamp_jumps += uneven
@@ -414,6 +436,12 @@ class JointMotion:
         if self._still_since is not None and self.last_ns is not None:
             self._close_idle(self.last_ns)
             self._still_since = None
+        if self._early:  # a short episode: judged against what its motion showed by its end
+            if self._typical_change <= 0 and len(self._speed_changes) >= EARLY_MIN_SAMPLES:
+                self._typical_change = float(np.median(self._speed_changes))
+                self._peak_speed = float(np.percentile(self._speeds, 95))
+            if self._typical_change > 0:
+                self._judge_early()
         out: list[Finding] = []
         topic = self.topic
         if self._nan:
