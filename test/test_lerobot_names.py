@@ -45,12 +45,15 @@ def test_names_that_do_not_fit_the_width_are_refused_and_a_repeated_name_gets_it
     assert feature_names({'motors': ['x', 'gripper', 'gripper']}, 3) == ['x', 'gripper', 'gripper_1']
 
 
-def _v21_dataset(root: Path, info: dict[str, Any], frames: int = 30) -> None:
-    """A LeRobot v2.1 folder with `info`'s features (no videos): one episode of smooth joint motion."""
+def _v21_dataset(root: Path, info: dict[str, Any], frames: int = 30, step_back_at: int | None = None) -> None:
+    """A LeRobot v2.1 folder with `info`'s features (no videos): one episode of smooth joint motion; its clock
+    steps back 0.5 s at frame `step_back_at`."""
     width = info['features']['observation.state']['shape'][0]
     (root / 'data' / 'chunk-000').mkdir(parents=True)
     (root / 'meta').mkdir()
     t = np.arange(frames) / info['fps']
+    if step_back_at is not None:
+        t[step_back_at:] -= 0.5
     state = np.sin(np.outer(t, np.linspace(0.5, 1.5, width))).astype(np.float32)
     table = pa.table({
         'observation.state': pa.array(state.tolist(), type=pa.list_(pa.float32())),
@@ -120,3 +123,21 @@ def test_an_episode_recorded_here_without_an_outcome_is_still_warned_about(tmp_p
     assert main(['score', str(ds.root), '--no-images']) == 0
     quality = json.loads((ds.episode_dir('ep1') / 'quality.json').read_text())
     assert [f['severity'] for f in quality['findings'] if f['check'] == 'completeness.outcome'] == ['warn']
+
+
+def test_a_clock_that_stepped_back_in_a_public_dataset_is_said_not_re_sorted(tmp_path: Path) -> None:
+    """The frames stay in their recorded order; the stamps' step back shows against the arrival clock."""
+    info = _info('so100_flat.json')
+    info.update(codebase_version='v2.1', data_path='data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet')
+    _v21_dataset(tmp_path / 'so100', info, frames=150, step_back_at=90)
+    assert main(['import', str(tmp_path / 'so100'), '--dataset', str(tmp_path / 'ds')]) == 0
+    ds = Dataset.open(tmp_path / 'ds')
+    (episode_id,) = ds.episode_ids()
+    with BagReader(ds.bag_dir(episode_id)) as reader:
+        stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _, m in reader.read(['/observation/state'])]
+    steps = np.diff(stamps)
+    assert len(stamps) == 150 and (steps < 0).sum() == 1 and steps[89] < -0.4e9  # in frame order, one step back
+    assert main(['score', str(ds.root)]) == 0
+    quality = json.loads((ds.episode_dir(episode_id) / 'quality.json').read_text())
+    jumps = [f for f in quality['findings'] if f['check'] == 'timing.clock_jump' and f['topic'] == '/observation/state']
+    assert jumps and jumps[0]['severity'] == 'error' and '0.500 s' in jumps[0]['message']

@@ -214,6 +214,19 @@ def test_the_end_of_a_joints_travel_is_where_the_dataset_ends_it_and_a_pattern_i
     assert not any(f.severity == WARN for r in reports.values() for f in r.findings if f.check == 'motion.stuck_joint')
 
 
+def test_a_spike_in_the_first_seconds_is_found_once_the_motion_is_known() -> None:
+    """One encoder spike 2 s into an episode, before 200 moving samples told the task's typical motion."""
+    motion = JointMotion('/joint_states', ['a', 'b'])
+    for i in range(360):  # 12 s at 30 Hz
+        t = START + i * 33 * MS
+        a, b = 0.4 * np.sin(i / 30), 0.3 * np.cos(i / 40)
+        if i == 60:
+            a += 0.5
+        motion.add(t, ['a', 'b'], [a, b])
+    jump = {f.check: f for f in motion.findings()}['motion.velocity_jump']
+    assert jump.severity == WARN and jump.ranges[0][0] <= START + 62 * 33 * MS
+
+
 def test_a_follower_held_at_its_stop_while_its_leader_asks_past_it_is_an_end_stop() -> None:
     """An SO-101 follower's wrist reads 92.7 at the top of its travel while the leader goes on to 114: the
     follower cannot follow past its stop. The same reading mid-travel with the command on both sides is not
