@@ -12,7 +12,8 @@ from ros_robodata.cli.main import main
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.episode import EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
-from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, explain_stuck, limits_from_urdf
+from ros_robodata.quality.joint_stop import explain_stuck
+from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, limits_from_urdf
 from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns
 from ros_robodata.quality.score import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits

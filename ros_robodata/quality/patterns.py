@@ -1,5 +1,6 @@
-"""Judgements that need the whole dataset: a joint's travel over every episode (its end stops), and findings that
-hold in most episodes (a pattern of the rig or the source, said once, not a fault of each episode)."""
+"""Judgements that need the whole dataset: a joint's travel over every episode (its end stops), findings that
+hold in most episodes (a pattern of the rig or the source, said once, not a fault of each episode), and the
+missing labels of imported episodes (a fact of their source)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ros_robodata.dataset.episode import Episode
 from ros_robodata.quality.episode import EpisodeReport
 from ros_robodata.quality.findings import INFO, WARN, Finding
-from ros_robodata.quality.motion import explain_stuck
+from ros_robodata.quality.joint_stop import explain_stuck
 
-__all__ = ['PATTERN_MIN_EPISODES', 'PATTERN_SHARE', 'Pattern', 'explain_stuck_over_dataset', 'find_patterns']
+__all__ = ['PATTERN_MIN_EPISODES', 'PATTERN_SHARE', 'Pattern', 'explain_stuck_over_dataset', 'find_patterns',
+           'imported_outcomes']
 
 STUCK = 'motion.stuck_joint'
 PATTERN_SHARE = 0.5  # a warning in more than this share of the episodes is a pattern of the dataset
@@ -101,3 +104,26 @@ def find_patterns(reports: Mapping[str, EpisodeReport]) -> list[Pattern]:
                                                  message=f'{finding.message} [a pattern of this dataset: '
                                                          f'{len(where)} of {total} episodes]')
     return patterns
+
+
+def imported_outcomes(episodes: Mapping[str, tuple[EpisodeReport, Episode | None]]) -> str | None:
+    """An episode imported from elsewhere (a public dataset, another tool's bag) carries the outcome label its
+    source had, usually none: that is a fact of the source, not a fault of each episode. Its missing label
+    becomes an info, and the dataset gets one line (None when no imported episode lacks one). `episodes`: per
+    name, its report and its catalog entry (None for a bag on its own)."""
+    unlabelled = imported = 0
+    for report, episode in episodes.values():
+        if episode is None or not episode.source:
+            continue  # recorded here: the rig's own recorder should have set the outcome
+        imported += 1
+        for k, finding in enumerate(report.findings):
+            if finding.check == 'completeness.outcome':
+                kind = episode.source.get('kind') or "another tool's"
+                report.findings[k] = replace(finding, severity=INFO, message=f'no outcome label: imported from a '
+                                             f'{kind} recording, which carries none')
+                unlabelled += 1
+    if not unlabelled:
+        return None
+    return (f'{unlabelled} of {imported} imported episode(s) carry no outcome label (their source has none): '
+            'label them in review, or import with --outcome, before the success verdict or a training split '
+            'leans on it')

@@ -23,7 +23,7 @@ from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
-from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns
+from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns, imported_outcomes
 from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 QUALITY_FILE = 'quality.json'
@@ -194,7 +194,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
         if scored.notes:
             notes[name] = list(scored.notes)
 
-    imported_note = _imported_outcomes(scores, by_name)
+    imported_note = imported_outcomes({n: (s.report, by_name[n].episode) for n, s in scores.items()})
     reports = {name: s.report for name, s in scores.items()}
     explain_stuck_over_dataset(reports)
     patterns = find_patterns(reports) if len(reports) > 1 else []
@@ -214,30 +214,6 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
                if scores else None,
                'checks': _check_counts(scores.values()), 'skipped': skipped_checks(profile)}
     return ScoreRun(scores, failures, summary, events, skipped_checks(profile), notes)
-
-
-def _imported_outcomes(scores: dict[str, EpisodeScore], items: dict[str, Item]) -> str | None:
-    """An episode imported from elsewhere (a public dataset, another tool's bag) carries the outcome label its
-    source had, usually none: that is a fact of the source, not a fault of each episode. Its missing label is
-    an info per episode and one dataset-level line (None when no imported episode lacks one)."""
-    unlabelled = []
-    for name, scored in scores.items():
-        item = items[name]
-        if item.episode is None or not item.episode.source:
-            continue  # recorded here: the rig's own recorder should have set the outcome
-        findings = scored.report.findings
-        for k, finding in enumerate(findings):
-            if finding.check == 'completeness.outcome':
-                kind = item.episode.source.get('kind') or 'another tool\'s'
-                findings[k] = Finding(finding.check, INFO, finding.topic, f'no outcome label: imported from a {kind} '
-                                      'recording, which carries none')
-                unlabelled.append(name)
-    if not unlabelled:
-        return None
-    imported = sum(1 for n in scores if items[n].episode is not None and items[n].episode.source)
-    return (f'{len(unlabelled)} of {imported} imported episode(s) carry no outcome label (their source has none): '
-            'label them in review, or import with --outcome, before the success verdict or a training split '
-            'leans on it')
 
 
 def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
