@@ -66,6 +66,7 @@ class MotionLimits:
 
 _STILL_EVERY = 5  # samples between idle/stuck judgements
 EARLY_KEPT = 1000  # speed changes kept to judge once the task's typical change is known
+START_SETTLE_S = 0.5  # a stream's first half second: no jump judged in it before the motion is known
 EARLY_MIN_SAMPLES = 30  # ... or, in a short episode, once this many moving samples showed it
 
 
@@ -244,7 +245,10 @@ class JointMotion:
                 self._speeds = self._speeds[-100:]
         if self._typical_change <= 0:
             # Before the task's typical motion is known, a jump is kept to be judged once it is (a spike in an
-            # episode's first seconds is no less a spike).
+            # episode's first seconds is no less a spike); the stream's first START_SETTLE_S are not: a driver
+            # flushes what it buffered before the recording started, and a stale first sample is no arm's jump.
+            if self.first_ns is not None and stamp_ns - self.first_ns < START_SETTLE_S * 1e9:
+                return
             if len(self._early) < EARLY_KEPT:
                 self._early.append((stamp_ns, change, step_ns, [abs(a - b) for a, b in
                                                                 zip(speed, previous, strict=True)]))
@@ -265,7 +269,7 @@ class JointMotion:
         if change > limit:
             uneven = self._period > 0 and abs(step_ns - self._period) > self.limits.uneven_stamp_share * self._period
             jumped = [n for n, c in zip(self.names, changes, strict=True) if c > limit]
-            hand = not uneven and bool(jumped) and all(is_hand_joint(n) for n in jumped)
+            hand = not uneven and bool(jumped) and all(is_hand_joint(n) or n in self._not_stuck for n in jumped)
             self._jumps.add(stamp_ns, change)
             self._stamp_jumps += uneven
             self._hand_jumps += hand
