@@ -14,7 +14,7 @@ from ros_robodata.quality.episode import EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
 from ros_robodata.quality.joint_stop import explain_stuck
 from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, limits_from_urdf
-from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns
+from ros_robodata.quality.patterns import explain_jumps_over_dataset, explain_stuck_over_dataset, find_patterns
 from ros_robodata.quality.score import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits
 from ros_robodata.sim.faults import Fault
@@ -226,6 +226,30 @@ def test_a_spike_in_the_first_seconds_is_found_once_the_motion_is_known() -> Non
         motion.add(t, ['a', 'b'], [a, b])
     jump = {f.check: f for f in motion.findings()}['motion.velocity_jump']
     assert jump.severity == WARN and jump.ranges[0][0] <= START + 62 * 33 * MS
+
+
+def test_a_joint_that_snaps_in_every_episode_is_doing_its_job_but_a_spike_is_not() -> None:
+    """Unnamed joints (a public dataset's joint_15, a gripper): its snap in every episode is judged against its own
+    steps over the dataset and becomes an info; a one-frame spike on another joint stays a warning."""
+    def episode(k: int, spike: bool) -> EpisodeReport:
+        names = ['joint_0', 'joint_15']
+        motion = JointMotion('/joint_states', names)
+        for i in range(450):  # 15 s at 30 Hz
+            t = START + i * 33 * MS
+            arm = 0.4 * np.sin(i / 30 + k)
+            phase = i % 150  # snaps open (in 4 frames) and shut again, three times an episode
+            grip = 0.1 + 1.1 * min(1.0, max(0.0, (phase - 20) / 4)) * min(1.0, max(0.0, (100 - phase) / 4))
+            if spike and i == 300:
+                arm += 0.5
+            motion.add(t, names, [arm, grip])
+        return EpisodeReport(motion.findings(), {}, START, START + 15 * 10**9, None, names, motion.stuck_detail())
+
+    reports = {f'ep{k}': episode(k, spike=k == 0) for k in range(5)}
+    before = {n: {f.check: f.severity for f in r.findings}.get('motion.velocity_jump') for n, r in reports.items()}
+    assert set(before.values()) == {WARN}  # alone, each snap looks like a jump
+    assert explain_jumps_over_dataset(reports) == 4
+    after = {n: {f.check: f.severity for f in r.findings}['motion.velocity_jump'] for n, r in reports.items()}
+    assert after == {'ep0': WARN, 'ep1': INFO, 'ep2': INFO, 'ep3': INFO, 'ep4': INFO}
 
 
 def test_a_follower_held_at_its_stop_while_its_leader_asks_past_it_is_an_end_stop() -> None:

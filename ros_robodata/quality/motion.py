@@ -67,6 +67,7 @@ class MotionLimits:
 _STILL_EVERY = 5  # samples between idle/stuck judgements
 EARLY_KEPT = 1000  # speed changes kept to judge once the task's typical change is known
 START_SETTLE_S = 0.5  # a stream's first half second: no jump judged in it before the motion is known
+JOINT_CHANGES_KEPT = 5000  # speed changes kept per joint for the dataset's judgement of its jumps
 EARLY_MIN_SAMPLES = 30  # ... or, in a short episode, once this many moving samples showed it
 
 
@@ -115,6 +116,8 @@ class JointMotion:
         self._stamp_jumps = 0  # of those, explained by an uneven stamp step, not by the arm
         self._hand_jumps = 0  # ... or by a hand or gripper joint snapping shut or open, as grasps do
         self._early: list[tuple[int, float, int, list[float]]] = []  # speed changes before the typical was known
+        self._joint_changes: list[list[float]] = []  # per joint, its speed changes while the arm moved
+        self._motion_jumps: list[dict[str, float]] = []  # per jump in the motion itself: the joints that jumped
         self._repeats = Ranges()
         self._pending_repeat: int | None = None
         self._moving_samples = 0
@@ -235,6 +238,11 @@ class JointMotion:
         fastest = max(abs(v) for v in speed)
         change = max(abs(a - b) for a, b in zip(speed, previous, strict=True))
         if self._moving_now or max(abs(v) for v in previous) > self.limits.idle_speed:
+            if len(self._joint_changes) != len(speed):
+                self._joint_changes = [[] for _ in speed]
+            for kept, a, b in zip(self._joint_changes, speed, previous, strict=True):
+                if len(kept) < JOINT_CHANGES_KEPT:
+                    kept.append(abs(a - b))
             self._speed_changes.append(change)
             self._speeds.append(fastest)
             if len(self._speed_changes) >= 200:
@@ -275,6 +283,7 @@ class JointMotion:
             self._hand_jumps += hand
             if not uneven and not hand:
                 fired.append('motion.velocity_jump')
+                self._motion_jumps.append({n: c for n, c in zip(self.names, changes, strict=True) if c > limit})
 
     @property
     def jump_limit(self) -> float:
@@ -346,7 +355,10 @@ class JointMotion:
         its stretches (held value, command low, command high), and every joint's readings' and commands' span."""
         return {'stuck': {n: [list(s) for s in spans] for n, spans in self._stuck_spans.items()},
                 'ranges': {name: [*self._seen[i]] for i, name in enumerate(self.names) if i < len(self._seen)},
-                'commands': {name: [*span] for name, span in self._command_range.items()}}
+                'commands': {name: [*span] for name, span in self._command_range.items()},
+                'jumps': list(self._motion_jumps),
+                'change_p99': {name: float(np.percentile(kept, 99))
+                               for name, kept in zip(self.names, self._joint_changes, strict=False) if kept}}
 
     def _close_idle(self, end_ns: int) -> None:
         since = self._still_since

@@ -8,15 +8,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.quality.episode import EpisodeReport
 from ros_robodata.quality.findings import INFO, WARN, Finding
 from ros_robodata.quality.joint_stop import explain_stuck
 
-__all__ = ['PATTERN_MIN_EPISODES', 'PATTERN_SHARE', 'Pattern', 'explain_stuck_over_dataset', 'find_patterns',
+__all__ = ['PATTERN_MIN_EPISODES', 'PATTERN_SHARE', 'Pattern', 'explain_jumps_over_dataset',
+           'explain_stuck_over_dataset', 'find_patterns',
            'imported_outcomes']
 
 STUCK = 'motion.stuck_joint'
+JUMP = 'motion.velocity_jump'
+JOINT_STEP_FACTOR = 3.0  # a jump within this many times the joint's usual big step (its p99) is its own motion
 PATTERN_SHARE = 0.5  # a warning in more than this share of the episodes is a pattern of the dataset
 PATTERN_MIN_EPISODES = 3  # ... and in at least this many
 # Findings judged against the others already, or about each episode's own label: never a pattern.
@@ -71,6 +76,34 @@ def explain_stuck_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
                 held = finding.message.split(' while ', 1)[-1].split(' (', 1)[0]
                 report.findings[k] = replace(finding, severity=INFO, message=f'{name} held still while {held}: '
                                              f'{why}, over its travel in this dataset')
+                changed += 1
+    return changed
+
+
+def explain_jumps_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
+    """Re-judge each episode's velocity-jump warning against each jumping joint's own steps over the dataset:
+    a joint that moves so in most episodes (a gripper's snap, a hand's grasp, a fast wrist) is doing what it does,
+    not jumping. A jump is explained when every joint in it stepped by at most JOINT_STEP_FACTOR times the
+    median, over the dataset's episodes, of that joint's 99th-percentile step; the warning becomes an info when
+    every jump of the episode is explained. Returns how many warnings became infos."""
+    steps: dict[str, list[float]] = {}
+    for report in reports.values():
+        for name, p99 in (report.motion_detail.get('change_p99') or {}).items():
+            steps.setdefault(name, []).append(p99)
+    if len(reports) < PATTERN_MIN_EPISODES:
+        return 0
+    typical = {name: float(np.median(values)) for name, values in steps.items()}
+    changed = 0
+    for report in reports.values():
+        jumps = report.motion_detail.get('jumps') or []
+        if not jumps or not all(all(change <= JOINT_STEP_FACTOR * typical.get(name, 0.0)
+                                    for name, change in jump.items()) for jump in jumps):
+            continue
+        for k, finding in enumerate(report.findings):
+            if finding.check == JUMP and finding.severity == WARN:
+                joints = sorted({name for jump in jumps for name in jump})
+                report.findings[k] = replace(finding, severity=INFO, message=f'{finding.message}; within the '
+                                             f'steps {", ".join(joints)} take across this dataset')
                 changed += 1
     return changed
 

@@ -23,7 +23,12 @@ from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
-from ros_robodata.quality.patterns import explain_stuck_over_dataset, find_patterns, imported_outcomes
+from ros_robodata.quality.patterns import (
+    explain_jumps_over_dataset,
+    explain_stuck_over_dataset,
+    find_patterns,
+    imported_outcomes,
+)
 from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 QUALITY_FILE = 'quality.json'
@@ -197,6 +202,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     imported_note = imported_outcomes({n: (s.report, by_name[n].episode) for n, s in scores.items()})
     reports = {name: s.report for name, s in scores.items()}
     explain_stuck_over_dataset(reports)
+    explain_jumps_over_dataset(reports)
     patterns = find_patterns(reports) if len(reports) > 1 else []
     _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
     _judge_consistency(scores, profile, events)
