@@ -60,11 +60,7 @@ def test_frames_are_exported_live_per_episode(tmp_path: Path) -> None:
             def episode(episode_id: str, end: int) -> None:
                 events.publish(EpisodeEvent(event=EpisodeEvent.START, episode_id=episode_id, task='pick'))
                 c.spin_for(0.5)
-                with BagReader(bag) as reader:
-                    for i, message in enumerate(reader.messages(list(publishers))):
-                        publishers[message.topic].publish(bytes(message.data))
-                        if i % 100 == 0:
-                            c.spin_for(0.01)
+                c.replay(bag, publishers, every=100, pause=0.01)
                 c.spin_for(1.0)
                 events.publish(EpisodeEvent(event=end, episode_id=episode_id, outcome='success'))
 

@@ -48,11 +48,7 @@ def test_session_records_the_live_segment_events_into_the_episode(tmp_path: Path
             for _ in range(2):  # the second episode starts from the stroke the first one showed
                 episode_id = c.call(StartEpisode, '/recorder/start_episode').episode_id
                 episodes.append(episode_id)
-                with BagReader(replay) as reader:
-                    for i, message in enumerate(reader.messages(list(publishers))):
-                        publishers[message.topic].publish(bytes(message.data))
-                        if i % 50 == 0:
-                            c.spin_for(0.005)
+                c.replay(replay, publishers)
                 c.spin_for(2.0)
                 assert c.call(Trigger, '/recorder/stop_episode').success
                 deadline = time.monotonic() + 20

@@ -101,12 +101,14 @@ def warning_summary(results: dict[str, SegmentResult]) -> str:
 
 
 def _kind(warning: str) -> str:
+    """A warning's words up to its first number or colon (at most eight): what kind of warning it is."""
     words = []
     for word in warning.split():
-        if any(ch.isdigit() for ch in word) or word.endswith(':'):
-            words.append(word.rstrip(':')) if word.endswith(':') and not any(c.isdigit() for c in word) else None
+        if any(ch.isdigit() for ch in word):
             break
-        words.append(word)
+        words.append(word.rstrip(':'))
+        if word.endswith(':'):
+            break
     return ' '.join(words[:8])
 
 

@@ -86,23 +86,15 @@ def feature_names(names: Any, size: int) -> list[str] | None:
     def strings(value: Any) -> list[str] | None:
         if isinstance(value, str):
             return [value]
-        if isinstance(value, (list, tuple)):
-            out: list[str] = []
-            for item in value:
-                part = strings(item)
-                if part is None:
-                    return None
-                out += part
-            return out
-        if isinstance(value, dict):
-            out = []
-            for item in value.values():
-                part = strings(item)
-                if part is None:
-                    return None
-                out += part
-            return out
-        return None
+        if not isinstance(value, (list, tuple, dict)):
+            return None
+        out: list[str] = []
+        for item in value.values() if isinstance(value, dict) else value:
+            part = strings(item)
+            if part is None:
+                return None
+            out += part
+        return out
 
     candidates = [names]
     if isinstance(names, dict):
@@ -371,7 +363,6 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
     else:
         _check_profile(profile, own, recording.path)
     result.notes += [f'{key}: in {layout.INFO}, but no video file here: left out' for key in source.absent_videos]
-
     cid = content_id(recording.files)
     done = {int(e.source.get('lerobot', {}).get('episode_index', -1)): i
             for i, e in imported_from(dataset, cid).items()}

@@ -18,6 +18,7 @@ load (load.py), noise floors (noise.py) and stamp ordering (order.py) are alread
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -324,9 +325,7 @@ class EventDetector:
             period = r.stamp_ns - last[0]
             typical = self._period_ns() if self._g_periods else period
             self._g_periods.append(period)
-            ordered = sorted(self._g_periods)
-            middle = len(ordered) // 2
-            self._g_period = float(ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2)
+            self._g_period = float(statistics.median(self._g_periods))
             if period > 5 * typical:  # a gap in the stream: the jump across it is not motion we saw
                 self._x_noise.reset_last()
                 self._v_noise.reset_last()

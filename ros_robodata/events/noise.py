@@ -44,7 +44,7 @@ class NoiseFloor:
                     # Its step: the smallest change, once it recurred (one change alone may be a motion).
                     step = float(moved.min()) if moved.size else 0.0
                     self.step = step if np.count_nonzero(moved <= 1.5 * step) >= STEP_SEEN else 0.0
-                    jitter = diffs[diffs <= 2 * moved.min()] if moved.size else diffs
+                    jitter = diffs[diffs <= 2 * step] if moved.size else diffs
                     self.sigma = float(np.mean(jitter)) * _MEAN_TO_SIGMA / np.sqrt(2)
         self._last = value
 

@@ -236,13 +236,14 @@ class JointMotion:
         if previous is None:
             return
         fastest = max(abs(v) for v in speed)
-        change = max(abs(a - b) for a, b in zip(speed, previous, strict=True))
+        changes = [abs(a - b) for a, b in zip(speed, previous, strict=True)]  # per joint, this sample
+        change = max(changes)
         if self._moving_now or max(abs(v) for v in previous) > self.limits.idle_speed:
             if len(self._joint_changes) != len(speed):
                 self._joint_changes = [[] for _ in speed]
-            for kept, a, b in zip(self._joint_changes, speed, previous, strict=True):
+            for kept, joint_change in zip(self._joint_changes, changes, strict=True):
                 if len(kept) < JOINT_CHANGES_KEPT:
-                    kept.append(abs(a - b))
+                    kept.append(joint_change)
             self._speed_changes.append(change)
             self._speeds.append(fastest)
             if len(self._speed_changes) >= 200:
@@ -258,13 +259,11 @@ class JointMotion:
             if self.first_ns is not None and stamp_ns - self.first_ns < START_SETTLE_S * 1e9:
                 return
             if len(self._early) < EARLY_KEPT:
-                self._early.append((stamp_ns, change, step_ns, [abs(a - b) for a, b in
-                                                                zip(speed, previous, strict=True)]))
+                self._early.append((stamp_ns, change, step_ns, changes))
             return
         if self._early:
             self._judge_early()
-        self._judge_jump(stamp_ns, change, step_ns, [abs(a - b) for a, b in zip(speed, previous, strict=True)],
-                         fired)
+        self._judge_jump(stamp_ns, change, step_ns, changes, fired)
 
     def _judge_early(self) -> None:
         early, self._early = self._early, []

@@ -169,7 +169,10 @@ class EpisodeView:
         events = self.events  # in time order (load_episode_view, add_event)
         passed = bisect_right([e.t_ns for e in events], t_ns)
         event = events[passed - 1] if passed and t_ns - events[passed - 1].t_ns <= EVENT_HOLD_NS else None
-        together = tuple(e for e in events[:passed - 1] if event is not None and e.t_ns == event.t_ns)
+        first = passed - 1
+        while event is not None and first > 0 and events[first - 1].t_ns == event.t_ns:
+            first -= 1
+        together = tuple(events[first:passed - 1]) if event is not None else ()
         subtask = next((s.name for s in self.subtasks if s.start_ns <= t_ns < s.end_ns), '')
         if not subtask and self.subtasks and self.subtasks[-1].end_ns == t_ns:
             subtask = self.subtasks[-1].name
