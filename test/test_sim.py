@@ -235,3 +235,25 @@ def test_the_cells_frames_for_rviz_point_where_its_sensors_look():
     scene = view('camera_scene')
     assert scene[1] > 0.5 and scene[2] < -0.5  # the scene camera looks across and down at the table
     assert all(abs(np.linalg.norm(q) - 1) < 1e-9 for _, q in poses.values())
+
+
+def test_a_scene_made_ahead_on_another_thread_renders_the_episode_the_cell_makes_itself():
+    """The rig makes the next scene (model, camera renderer) on a thread while the arm goes home, so the hand-over
+    does not hold the publishing thread; the episode must be the same frame for frame as one set up in place."""
+    import threading
+
+    from ros_robodata.sim.cell import prepare_scene
+
+    streams = (S.JOINT_STATES, S.CAMERA_WRIST, S.CAMERA_SCENE)
+    made: list = []
+    worker = threading.Thread(target=lambda: made.append(
+        prepare_scene(3, streams=streams, image_size=(64, 48), cameras_for_another_thread=True)))
+    worker.start()
+    worker.join()
+    with SimCell(3, 3, streams=streams, image_size=(64, 48), assets=made[0]) as ahead, \
+            SimCell(3, 3, streams=streams, image_size=(64, 48)) as in_place:
+        first, second = ahead.step_until(0.5), in_place.step_until(0.5)
+    frames = [(a.data.rgb, b.data.rgb) for a, b in zip(first, second, strict=True) if a.stream != S.JOINT_STATES]
+    assert len(frames) == 2 * 16
+    assert all(np.array_equal(a, b) for a, b in frames)
+    assert ahead.scene == in_place.scene

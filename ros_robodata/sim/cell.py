@@ -32,6 +32,7 @@ from ros_robodata.sim.scene import (
     MAX_GRIP_N,
     TABLE_TOP,
     TARGET,
+    SceneParams,
     build_mjcf,
     sample_scene,
 )
@@ -53,6 +54,38 @@ _HOME_SPEED = 0.15
 _HOME_ACCEL = 0.5
 _AT_HOME_M = 0.003
 PHASES = ('hold', 'script', 'home')  # waiting for the start key, acting the episode out, going home
+
+
+@dataclass
+class SceneAssets:
+    """What a seed's scene costs to set up: its layout, physics model and camera renderer (the renderer alone takes
+    50-130 ms), made apart from the cell so that a rig can make the next one while the current one runs."""
+
+    seed: int
+    scene: SceneParams
+    model: mujoco.MjModel
+    cameras: Cameras | None
+
+    def close(self) -> None:
+        if self.cameras is not None:
+            self.cameras.close()
+            self.cameras = None
+
+
+def prepare_scene(seed: int, *, streams: Iterable[str] | None = None, image_size: tuple[int, int] = (320, 240),
+                  timestep: float = 0.001, cameras_for_another_thread: bool = False) -> SceneAssets:
+    """The seed's scene as SimCell(seed) would make it (same random draws); with `cameras_for_another_thread` the
+    renderer is let go of by this thread, for a cell run on another."""
+    rngs = np.random.default_rng(seed).spawn(6)
+    scene = sample_scene(rngs[0])
+    model = mujoco.MjModel.from_xml_string(build_mjcf(scene, timestep))
+    wanted = list(S.DEFAULT_RATES_HZ) if streams is None else list(streams)
+    cameras = None
+    if any(s in _CAMERAS for s in wanted):
+        cameras = Cameras(model, *image_size, rng=rngs[5])
+        if cameras_for_another_thread:
+            cameras.release_thread()
+    return SceneAssets(seed, scene, model, cameras)
 
 
 @dataclass(frozen=True)
@@ -88,12 +121,15 @@ class SimCell:
         timestep: float = 0.001,
         start_state: ArmState | None = None,
         wait_for_begin: bool = False,
+        assets: SceneAssets | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f'mode {mode!r} is not one of {", ".join(MODES)}')
         self.seed, self.episode_index, self.mode = seed, episode_index, mode
-        rng_scene, rng_plan, rng_op, rng_fault, rng_sensor, rng_camera = np.random.default_rng(seed).spawn(6)
-        self.scene = sample_scene(rng_scene)
+        _, rng_plan, rng_op, rng_fault, rng_sensor, _ = np.random.default_rng(seed).spawn(6)
+        if assets is None or assets.seed != seed or assets.model.opt.timestep != timestep:
+            assets = prepare_scene(seed, streams=streams, image_size=image_size, timestep=timestep)
+        self.scene = assets.scene
         self.plan = plan_for(episode_index, rng_plan)
         self.operator = ScriptedOperator(self.plan, self.scene, rng_op)
         self.rates = {**S.DEFAULT_RATES_HZ, **(rates or {})}
@@ -101,7 +137,7 @@ class SimCell:
         self._faults = FaultInjector(faults, rng_fault)
         self.max_duration_s, self.settle_s = max_duration_s, settle_s
 
-        self.model = mujoco.MjModel.from_xml_string(build_mjcf(self.scene, timestep))
+        self.model = assets.model
         self.data = mujoco.MjData(self.model)
         m, d = self.model, self.data
         self._dt = timestep
@@ -140,8 +176,9 @@ class SimCell:
 
         self._cmd = Command(np.zeros(4), FINGER_OPEN, 1.0)
         self._truth = GroundTruth(float(d.qpos[self._obj_q + 2]), self.scene.zone_center, self.scene.zone_radius)
-        self._cameras = (Cameras(m, *image_size, rng=rng_camera) if any(s in _CAMERAS for s in self.streams)
-                         else None)
+        self._cameras = assets.cameras if any(s in _CAMERAS for s in self.streams) else None
+        if self._cameras is None:
+            assets.close()
         self._lidar = Lidar(m, d, rng_sensor) if S.LIDAR_SCENE in self.streams else None
         self._step = 0
         self._counts = dict.fromkeys(self.streams, 0)

@@ -21,13 +21,15 @@ Use:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ros_robodata.sim import samples as S
-from ros_robodata.sim.cell import SimCell
+from ros_robodata.sim.cell import SceneAssets, SimCell, prepare_scene
 from ros_robodata.sim.faults import Fault
+from ros_robodata.sim.sensors import prepare_in_background
 
 STARTS = ('auto', 'key')
 
@@ -60,6 +62,10 @@ class SimRig:
         self._reported = False  # 'done' said for the current cell
         self._ended = False  # end() asked for the current cell
         self._pending: list[RigEvent] = []
+        # The next scene, made on a thread while the arm goes home: made at the hand-over itself, its camera
+        # renderer held the publishing thread for 100-150 ms and every stream went out late at each boundary.
+        self._next_assets: SceneAssets | None = None
+        self._preparing: threading.Thread | None = None
         self.cell = self._build(None)
         self.finished = False  # every episode asked for is done and the arm is home
 
@@ -75,7 +81,8 @@ class SimRig:
         key = self.start == 'key' or (previous is None and self._lead_in_s > 0)
         cell = SimCell(self.seed_now, self.index, self.mode, faults=self._faults, streams=self._streams,
                        rates=self._rates, image_size=self._image_size, wait_for_begin=key,
-                       start_state=previous.arm_state() if previous is not None else None)
+                       start_state=previous.arm_state() if previous is not None else None,
+                       assets=self._take_prepared())
         if self.start == 'key':
             self._pending.append(RigEvent('ready', self.index, self.seed_now, self._offset_ns))
         elif not key:
@@ -127,6 +134,7 @@ class SimRig:
                 truth = {**cell.ground_truth(), 'start_ns': self._offset_ns, 'cut_short': True}
                 self._pending.append(RigEvent('done', self.index, self.seed_now, self.now_ns, truth))
             cell.go_home()
+            self._prepare_next()
         if cell.phase == 'home' and cell.at_home and self._handover_s is None:
             if self.episodes and self.index + 1 >= self.episodes:
                 self.finished = True
@@ -145,7 +153,33 @@ class SimRig:
         finally:
             previous.close()
 
+    def _prepare_next(self) -> None:
+        if self._preparing is not None or not prepare_in_background():
+            return
+        if self.episodes and self.index + 1 >= self.episodes:
+            return
+        seed = self.seed_now + 1
+
+        def prepare() -> None:
+            self._next_assets = prepare_scene(seed, streams=self._streams, image_size=self._image_size,
+                                              cameras_for_another_thread=True)
+
+        self._preparing = threading.Thread(target=prepare, name='sim-next-scene', daemon=True)
+        self._preparing.start()
+
+    def _take_prepared(self) -> SceneAssets | None:
+        """The scene made ahead (None when there is none or making it failed: the cell then makes its own)."""
+        if self._preparing is None:
+            return None
+        self._preparing.join()
+        self._preparing = None
+        assets, self._next_assets = self._next_assets, None
+        return assets
+
     def close(self) -> None:
+        assets = self._take_prepared()
+        if assets is not None:
+            assets.close()
         self.cell.close()
 
     def __enter__(self) -> SimRig:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import cv2
 import mujoco
 import numpy as np
@@ -42,8 +44,23 @@ class Cameras:
             frame = cv2.subtract(cv2.add(frame, np.roll(up, shift, (0, 1))), np.roll(down, shift, (0, 1)))
         return frame
 
+    def release_thread(self) -> None:
+        """Let go of the renderer's GL context in this thread, so another thread can render with it (it makes the
+        context current at every frame). EGL binds a context to the thread that made it current until it is
+        released; other GL platforms are left as they are (prepare_in_background says they cannot be)."""
+        if os.environ.get('MUJOCO_GL') == 'egl':
+            from mujoco import egl
+
+            egl.EGL.eglMakeCurrent(egl.EGL_DISPLAY, egl.EGL.EGL_NO_SURFACE, egl.EGL.EGL_NO_SURFACE,
+                                   egl.EGL.EGL_NO_CONTEXT)
+
     def close(self) -> None:
         self._r.close()
+
+
+def prepare_in_background() -> bool:
+    """Whether a renderer made on one thread can render on another here (EGL, once released)."""
+    return os.environ.get('MUJOCO_GL') == 'egl'
 
 
 class Lidar:
