@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -17,6 +18,15 @@ from ros_robodata.errors import FileWriteError, RobodataError
 
 # libyaml's emitter where PyYAML was built with it: ~20x faster than the pure-Python one, same text.
 _DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """A file's SHA-256, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open('rb') as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:

@@ -384,3 +384,25 @@ def test_chunks_stored_uncompressed_while_behind_read_everywhere(tmp_path):
     with BagReader(path) as reader:
         ours = [m.data for _, m in reader.read(['/chatter'])]
     assert ours == theirs == [f'message {i} ' * 50 for i in range(40)]
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_the_sums_a_bag_takes_while_written_are_the_sums_of_its_files(tmp_path, storage):
+    """The recorder fingerprints an episode's bag from what its writer summed on the way (no second read of the
+    bag at the episode's end); those sums must be the files' own, chunk CRCs filled in and flushes included."""
+    import hashlib
+
+    path = tmp_path / 'bag'
+    with BagWriter(path, storage=storage) as bag:
+        bag.add_topic('/joint_states', 'sensor_msgs/msg/JointState')
+        for i in range(300):
+            bag.write_message('/joint_states', 1_000_000_000 + i * 2_000_000, joint_state(i * 2_000_000, i))
+            if i % 70 == 69:
+                bag.flush()
+        with pytest.raises(BagError, match='closed'):
+            _ = bag.sha256
+    files = sorted(p for p in path.iterdir() if p.is_file())
+    assert bag.sha256 == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+    assert len(files) == 2
+    with BagReader(path) as reader:  # the CRCs held back while each chunk was summed are in place and right
+        assert len(list(reader.read(['/joint_states']))) == 300

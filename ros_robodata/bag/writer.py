@@ -8,6 +8,7 @@ SIGKILL, and a metadata.yaml that says which ROS distro the definitions come fro
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import threading
@@ -31,7 +32,7 @@ if sys.version_info >= (3, 14):
 else:
     from backports import zstd
 from ros_robodata.errors import BagError
-from ros_robodata.files import write_yaml
+from ros_robodata.files import file_sha256, write_yaml
 
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 ZSTD_LEVEL = 1
@@ -89,6 +90,7 @@ class BagWriter:
         # that fell behind catches up on half the CPU instead of losing messages.
         self._compress_now = compress_now
         self.chunks_compressed = self.chunks_uncompressed = 0
+        self._hashed: _HashedFile | None = None
         self._open = False
         self._syncing: threading.Thread | None = None
 
@@ -102,9 +104,25 @@ class BagWriter:
             # Level 1 is what rosbag2's `zstd_fast` preset records with.
             self._writer.storage.compressor = self._compress_chunk
         if self.storage == 'mcap':
-            _write_chunk_crcs(self._writer.storage)
+            self._hashed = _HashedFile(self._writer.storage)
+            _write_chunk_crcs(self._writer.storage, self._hashed)
         self._open = True
         return self
+
+    @property
+    def sha256(self) -> dict[str, str]:
+        """After close: each file of the bag and its SHA-256. The MCAP file's is summed as it was written (reading
+        a finished bag again to fingerprint it cost the writer a second pass over every byte at each episode's
+        end); metadata.yaml, a few kB, is read. A sqlite3 bag's database is read once here."""
+        if self._open:
+            raise BagError(f'{self.path}: checksums are known once the bag is closed')
+        sums = {}
+        for path in sorted(p for p in self.path.iterdir() if p.is_file()):
+            if self._hashed is not None and path.name == self._hashed.name:
+                sums[path.name] = self._hashed.hexdigest()
+            else:
+                sums[path.name] = file_sha256(path)
+        return sums
 
     def _compress_chunk(self, data: bytes) -> bytes:
         storage = self._writer.storage
@@ -209,22 +227,67 @@ class BagWriter:
 _CHUNK_CRC_AT = 1 + 8 + 24
 
 
-def _write_chunk_crcs(storage: Any) -> None:
+class _HashedFile:
+    """The MCAP file under rosbags' writer, summed (SHA-256) as its bytes go out. rosbags only appends; a chunk's
+    records are held back while it is closed so that its CRC can be filled in before they are written and summed."""
+
+    def __init__(self, storage: Any) -> None:
+        self._file = storage.bio
+        self.name = Path(self._file.name).name
+        self._file.flush()
+        self._sha = hashlib.sha256(Path(self._file.name).read_bytes()[:self._file.tell()])  # magic and header
+        self._held: bytearray | None = None
+        storage.bio = self
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._held is not None:
+            self._held += data
+            return len(data)
+        self._sha.update(data)
+        return self._file.write(data)
+
+    def tell(self) -> int:
+        return self._file.tell() + (len(self._held) if self._held is not None else 0)
+
+    def hold(self) -> None:
+        self._held = bytearray()
+
+    def let_go(self, patch_at: int, patch: bytes) -> None:
+        """Write what was held, with `patch` over its bytes at `patch_at`."""
+        held, self._held = self._held, None
+        assert held is not None
+        held[patch_at:patch_at + len(patch)] = patch
+        self.write(held)
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def fileno(self) -> int:
+        return int(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _write_chunk_crcs(storage: Any, hashed: _HashedFile) -> None:
     """rosbags writes every chunk's CRC as 0 ("not computed"), so a flipped byte inside a chunk goes unseen by
-    every reader; rosbag2's MCAP writer computes it. Wrap the storage's close_chunk to fill the CRC in once the
+    every reader; rosbag2's MCAP writer computes it. Wrap the storage's close_chunk to fill the CRC in before the
     chunk is written: readers (rosbags, mcap, ours) then check it and find the damage."""
     close_chunk = storage.close_chunk
 
     def close_chunk_with_crc() -> None:
         crc = zlib.crc32(storage.chunk.bio.getbuffer())
-        start = storage.bio.tell()
-        close_chunk()
-        end = storage.bio.tell()
-        storage.bio.seek(start + _CHUNK_CRC_AT)
-        storage.bio.write(crc.to_bytes(4, 'little'))
-        storage.bio.seek(end)
+        hashed.hold()
+        try:
+            close_chunk()
+        finally:
+            hashed.let_go(_CHUNK_CRC_AT, crc.to_bytes(4, 'little'))
 
     storage.close_chunk = close_chunk_with_crc
+
 
 
 def _fsync_quietly(fd: int) -> None:

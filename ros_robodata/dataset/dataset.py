@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +23,7 @@ from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.dataset.sidecars import restore_review_queue, restore_reviewed_outcome, restore_scores
 from ros_robodata.errors import DatasetError
-from ros_robodata.files import leftover_temporaries, read_yaml, write_atomic, write_yaml
+from ros_robodata.files import file_sha256, leftover_temporaries, read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
@@ -41,14 +40,6 @@ class Problem:
 
     def __str__(self) -> str:
         return f'{self.episode}: {self.what}'
-
-
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with path.open('rb') as f:
-        while block := f.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def is_dataset(path: Path) -> bool:
@@ -257,10 +248,19 @@ class Dataset:
             return []
         return sorted(p for p in bag.iterdir() if p.is_file())
 
-    def record_checksums(self, episode_id: str, who: str | None = None) -> Episode:
-        """Fingerprint the bag's files now, so later corruption or edits are detectable."""
+    def record_checksums(self, episode_id: str, who: str | None = None,
+                         known: dict[str, str] | None = None) -> Episode:
+        """Fingerprint the bag's files now, so later corruption or edits are detectable.
+
+        Args:
+            episode_id: The episode.
+            who: Who asked, for the audit log.
+            known: Sums already taken of the files as they were written (BagWriter.sha256); files it does not
+                name are read.
+        """
         episode = self.episode(episode_id)
-        episode.bag_sha256 = {p.name: file_sha256(p) for p in self.bag_files(episode_id)}
+        known = known or {}
+        episode.bag_sha256 = {p.name: known.get(p.name) or file_sha256(p) for p in self.bag_files(episode_id)}
         self.save_episode(episode)
         append_audit(self.audit_path, 'record_checksums', episode_id, who, files=sorted(episode.bag_sha256))
         return episode

@@ -414,8 +414,10 @@ class EpisodeRecorder:
         assert episode is not None and bag is not None
         self._bag = None
         self._episode = None
+        sums: dict[str, str] = {}
         try:
             bag.close()
+            sums = bag.sha256
         except OSError as err:
             status = 'incomplete'
             message = f'{message}; bag not finished: {err} (run `robodata repair`)'.lstrip('; ')
@@ -441,7 +443,7 @@ class EpisodeRecorder:
             episode.notes = f'{episode.notes}\n{message}'.strip()
         self.dataset.save_episode(episode)
         if status != 'incomplete':
-            episode = self.dataset.record_checksums(episode.id, who=episode.operator or None)
+            episode = self.dataset.record_checksums(episode.id, who=episode.operator or None, known=sums)
         return episode
 
     def _stop(self, status: str, t_ns: int, message: str, episode_id: str | None = None) -> Episode:
