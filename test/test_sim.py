@@ -242,7 +242,7 @@ def test_a_scene_made_ahead_on_another_thread_renders_the_episode_the_cell_makes
     does not hold the publishing thread; the episode must be the same frame for frame as one set up in place."""
     import threading
 
-    from ros_robodata.sim.cell import prepare_scene
+    from ros_robodata.sim.scene_assets import prepare_scene
 
     streams = (S.JOINT_STATES, S.CAMERA_WRIST, S.CAMERA_SCENE)
     made: list = []

@@ -32,15 +32,13 @@ from ros_robodata.sim.scene import (
     MAX_GRIP_N,
     TABLE_TOP,
     TARGET,
-    SceneParams,
-    build_mjcf,
-    sample_scene,
 )
-from ros_robodata.sim.sensors import Cameras, Lidar
+from ros_robodata.sim.scene_assets import CAMERAS as _CAMERAS
+from ros_robodata.sim.scene_assets import SceneAssets, prepare_scene
+from ros_robodata.sim.sensors import Lidar
 from ros_robodata.sim.truth import GroundTruth, Reading
 
 MODES = ('teleop', 'kinesthetic')
-_CAMERAS = {S.CAMERA_WRIST: 'wrist', S.CAMERA_SCENE: 'scene'}
 _TRUTH_DT = 0.002
 _HOME = np.array([0.35, 0.0, 0.75, 0.0])
 # Kinesthetic teaching: the person's hand as a spring-damper on the gantry axes (x, y, z); the light wrist keeps
@@ -54,38 +52,6 @@ _HOME_SPEED = 0.15
 _HOME_ACCEL = 0.5
 _AT_HOME_M = 0.003
 PHASES = ('hold', 'script', 'home')  # waiting for the start key, acting the episode out, going home
-
-
-@dataclass
-class SceneAssets:
-    """What a seed's scene costs to set up: its layout, physics model and camera renderer (the renderer alone takes
-    50-130 ms), made apart from the cell so that a rig can make the next one while the current one runs."""
-
-    seed: int
-    scene: SceneParams
-    model: mujoco.MjModel
-    cameras: Cameras | None
-
-    def close(self) -> None:
-        if self.cameras is not None:
-            self.cameras.close()
-            self.cameras = None
-
-
-def prepare_scene(seed: int, *, streams: Iterable[str] | None = None, image_size: tuple[int, int] = (320, 240),
-                  timestep: float = 0.001, cameras_for_another_thread: bool = False) -> SceneAssets:
-    """The seed's scene as SimCell(seed) would make it (same random draws); with `cameras_for_another_thread` the
-    renderer is let go of by this thread, for a cell run on another."""
-    rngs = np.random.default_rng(seed).spawn(6)
-    scene = sample_scene(rngs[0])
-    model = mujoco.MjModel.from_xml_string(build_mjcf(scene, timestep))
-    wanted = list(S.DEFAULT_RATES_HZ) if streams is None else list(streams)
-    cameras = None
-    if any(s in _CAMERAS for s in wanted):
-        cameras = Cameras(model, *image_size, rng=rngs[5])
-        if cameras_for_another_thread:
-            cameras.release_thread()
-    return SceneAssets(seed, scene, model, cameras)
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ros_robodata.sim import samples as S
-from ros_robodata.sim.cell import SceneAssets, SimCell, prepare_scene
+from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
+from ros_robodata.sim.scene_assets import SceneAssets, prepare_scene
 from ros_robodata.sim.sensors import prepare_in_background
 
 STARTS = ('auto', 'key')
