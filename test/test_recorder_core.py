@@ -397,3 +397,81 @@ def test_compression_yields_while_the_writer_is_behind_and_the_episode_says_so(t
     uncompressed, total = map(int, re.search(r'(\d+) of (\d+) bag chunks', saved.notes).groups())
     assert 0 < uncompressed < total
     assert len(bag_strings(rec.dataset, episode.id, '/chatter')) == 15
+
+
+def test_the_node_recorder_answers_commands_while_its_writer_cannot_run(tmp_path):
+    """A start, stop or outcome is checked and answered in the ROS process, not after the writer process has
+    worked through its backlog: with the writer stopped (SIGSTOP) every command still returns, wrong ones are still
+    refused there, and once the writer runs again the episodes are what the commands said."""
+    import os
+    import signal
+
+    from ros_robodata.record.writer_process import RecorderProcess
+
+    dataset = Dataset.create(tmp_path / 'ds', profile=PROFILE)
+    settings = RecorderSettings.from_profile(PROFILE, task='pick', operator='ana', min_episode_s=0.0,
+                                             pre_roll_s=0.0)
+    rec = RecorderProcess(dataset.root, settings)
+    answers: list[str] = []
+    try:
+        rec.add_topic('/chatter', 'std_msgs/msg/String')
+        os.kill(rec._process.pid, signal.SIGSTOP)
+        try:
+            def operator() -> None:
+                answers.append(rec.request_start())
+                rec.on_message('/chatter', string_msg('in the first'), 1)
+                answers.append(rec.request_outcome('success', 'clean pick'))
+                answers.append(rec.request_stop())
+                answers.append(rec.request_start())
+                rec.on_message('/chatter', string_msg('in the second'), 2)
+                answers.append(rec.request_discard())
+
+            pressed = threading.Thread(target=operator)
+            pressed.start()
+            pressed.join(5.0)
+            assert not pressed.is_alive(), 'a command waited for the stopped writer'
+            with pytest.raises(RecorderError, match='not one of'):
+                rec.request_outcome('great')
+            with pytest.raises(RecorderError, match='no episode is recording'):
+                rec.request_stop()
+        finally:
+            os.kill(rec._process.pid, signal.SIGCONT)
+        first, _, _, second, _ = answers
+        assert answers == [first, first, first, second, second] and first != second
+        deadline = time.monotonic() + 20
+        while not all((dataset.episode_dir(e) / 'episode.yaml').exists() for e in (first, second)) or \
+                {dataset.episode(e).status for e in (first, second)} & {'recording'}:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        rec.close()
+    reopened = Dataset.open(dataset.root)
+    one, two = reopened.episode(first), reopened.episode(second)
+    assert (one.status, one.outcome, one.notes) == ('complete', 'success', 'clean pick')
+    assert two.status == 'discarded'
+    assert bag_strings(reopened, first, '/chatter') == ['in the first']
+    assert bag_strings(reopened, second, '/chatter') == ['in the second']
+
+
+def test_an_episode_the_writer_process_ends_itself_frees_the_next_start(tmp_path):
+    from ros_robodata.record.writer_process import RecorderProcess
+
+    dataset = Dataset.create(tmp_path / 'ds', profile=PROFILE)
+    settings = RecorderSettings.from_profile(PROFILE, min_episode_s=0.0, max_episode_s=0.3)
+    rec = RecorderProcess(dataset.root, settings)
+    try:
+        rec.add_topic('/chatter', 'std_msgs/msg/String')
+        first = rec.request_start()
+        deadline = time.monotonic() + 20
+        while True:  # auto-stopped by the writer; until the parent hears of it a start is refused
+            rec.on_message('/chatter', string_msg('tick'), time.time_ns())  # the writer's clock is the messages'
+            try:
+                second = rec.request_start()
+                break
+            except RecorderError as err:
+                assert 'is recording' in str(err) and time.monotonic() < deadline
+                time.sleep(0.05)
+        assert second != first
+        assert dataset.episode(first).status == 'complete'
+    finally:
+        rec.close()

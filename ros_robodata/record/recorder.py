@@ -16,6 +16,7 @@ and the writer process (writer_process.py) are their own modules.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import shutil
 import threading
@@ -31,6 +32,7 @@ from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.errors import RecorderError, RobodataError
+from ros_robodata.record.intent import EpisodeIntent
 from ros_robodata.record.preroll import PreRoll
 from ros_robodata.record.topic_stats import TopicStats, stamp_range
 from ros_robodata.signals.cdr import starts_with_header
@@ -112,6 +114,7 @@ class EpisodeRecorder:
         clock_ns: Callable[[], int] = time.time_ns,
         on_transition: Callable[[Transition], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
+        on_writer_end: Callable[[str], None] | None = None,
     ) -> None:
         self.dataset = dataset
         self.settings = settings
@@ -133,10 +136,8 @@ class EpisodeRecorder:
         self._dropped_at_start: dict[str, int] = {}
         # What the commands issued so far make of the recorder, known at once on the caller's thread
         # (the writer may still be working through the queue): the running episode and the last one.
-        self._intent_lock = threading.Lock()
-        self._intended: str | None = None
-        self._intended_at = 0.0  # monotonic time of the start request
-        self._intended_last: str | None = None
+        self._intent = EpisodeIntent(dataset.new_episode_id, settings.min_episode_s)
+        self._on_writer_end = on_writer_end or (lambda _id: None)
         self._next_flush = 0.0
         self._snapshot: dict[str, Any] | None = None
         self._next_snapshot = 0.0
@@ -221,41 +222,38 @@ class EpisodeRecorder:
         self._send(self._set_outcome, outcome, notes, self._clock_ns(), episode_id)
         return episode_id
 
+    def order(self, name: str, episode_id: str, *args: Any) -> None:
+        """A command already checked and given its episode by the caller's own EpisodeIntent (the writer process's
+        parent): queued as the request_* would queue it, keeping this recorder's intent in step."""
+        if name == 'start':
+            self._intent.adopt(episode_id)
+            self._send(self._start, episode_id, *args, self._clock_ns())
+        elif name == 'stop':
+            self._intent.ended(episode_id)
+            self._send(self._stop, *args, self._clock_ns(), '', episode_id)
+        elif name == 'discard':
+            self._intent.ended(episode_id)
+            self._send(self._discard, self._clock_ns(), episode_id)
+        elif name == 'outcome':
+            self._send(self._set_outcome, *args, self._clock_ns(), episode_id)
+        else:
+            raise RecorderError(f'unknown recorder command {name!r}')
+
     def _begin(self) -> str:
-        with self._intent_lock:
-            if self._intended is not None:
-                raise RecorderError(f'episode {self._intended} is recording; stop it first')
-            self._intended = self.dataset.new_episode_id()
-            self._intended_at = time.monotonic()
-            return self._intended
+        return self._intent.begin()
 
     def _end(self, discard: bool = False) -> str:
-        with self._intent_lock:
-            if self._intended is not None:
-                age = time.monotonic() - self._intended_at
-                if not discard and age < self.settings.min_episode_s:
-                    raise RecorderError(f'episode started {age:.1f} s ago (a double press? the shortest is '
-                                        f'{self.settings.min_episode_s:g} s): stop again to end it')
-                episode_id, self._intended = self._intended, None
-                self._intended_last = episode_id
-                return episode_id
-            if discard and self._intended_last is not None:
-                return self._intended_last
-        raise RecorderError('nothing to discard: no episode recorded yet' if discard else 'no episode is recording')
+        return self._intent.end(discard)
 
     def _target(self) -> str:
-        with self._intent_lock:
-            target = self._intended or self._intended_last
-        if target is None:
-            raise RecorderError('no episode recorded yet to take an outcome')
-        return target
+        return self._intent.target()
 
     def _ended_by_writer(self, episode_id: str) -> None:
         """The writer closed an episode on its own (max duration, storage error, failed start)."""
-        with self._intent_lock:
-            if self._intended == episode_id:
-                self._intended = None
-            self._intended_last = episode_id
+        self._intent.ended(episode_id)
+        # As with _notify: the parent may be gone (this is how a writer process closes after a SIGKILL).
+        with contextlib.suppress(Exception):
+            self._on_writer_end(episode_id)
 
     def _send(self, fn: Callable[..., Any], *args: Any) -> None:
         if self._closed:
@@ -467,8 +465,7 @@ class EpisodeRecorder:
             self.dataset.catalog.delete(episode.id)
             append_audit(self.dataset.audit_path, 'delete_episode', episode.id, self.settings.operator or None,
                          reason='discarded (delete_discarded is set)')
-            with self._intent_lock:
-                self._intended_last = None
+            self._intent.forget_last()
         self._notify(Transition('discard', episode, t_ns))
         return episode
 
@@ -510,7 +507,7 @@ class EpisodeRecorder:
             'queued_bytes': self._enqueued_bytes - self._taken_bytes,
             'dropped_by_recorder': sum(self._dropped.values()),
             'topics': topics,
-            'last_episode_id': self._intended_last,
+            'last_episode_id': self._intent.last,
         }
 
     def _close(self, status: str, t_ns: int) -> Episode | None:

@@ -28,8 +28,10 @@ from typing import Any
 
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import RecorderError, RobodataError
+from ros_robodata.record.intent import EpisodeIntent
 from ros_robodata.record.priority import INTAKE_NICENESS, WRITER_NICENESS, lower_this_thread
 from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
+from ros_robodata.vocabulary import OUTCOMES
 
 _MESSAGE = b'M'
 _COMMAND = b'C'
@@ -84,6 +86,8 @@ class RecorderProcess:
         self._listener = threading.Thread(target=self._listen, name='episode-writer-replies', daemon=True)
         self._listener.start()
         self._command('ready')  # the child is up and has opened the dataset (raises its error if not)
+        self._intent = EpisodeIntent(Dataset.open(dataset_root).new_episode_id, settings.min_episode_s)
+        self._delete_discarded = settings.delete_discarded
 
     def add_transition_listener(self, listener: Callable[[Transition], None]) -> None:
         """Also call `listener` for every episode transition (after the ones given at construction)."""
@@ -156,17 +160,42 @@ class RecorderProcess:
 
     # -- commands ---------------------------------------------------------------------------------
 
+    # Checked and answered here at once, from this process's own EpisodeIntent: the command then goes down the
+    # pipe behind the messages received before it (so it still cuts the stream exactly) and the caller, the thread
+    # that takes messages from DDS, never waits for the child to read a backlog of frames or close a bag. What the
+    # child then does is announced as a transition (or a warning if it fails).
+
     def request_start(self, task: str = '', operator: str = '', mode: str = '') -> str:
-        return self._command('request_start', task, operator, mode)
+        episode_id = self._intent.begin()
+        self._order('start', episode_id, task, operator, mode)
+        return episode_id
 
     def request_stop(self, status: str = 'complete') -> str:
-        return self._command('request_stop', status)
+        episode_id = self._intent.end()
+        self._order('stop', episode_id, status)
+        return episode_id
 
     def request_discard(self) -> str:
-        return self._command('request_discard')
+        episode_id = self._intent.end(discard=True)
+        self._order('discard', episode_id)
+        if self._delete_discarded:  # the child deletes it: nothing left here to label or discard again
+            self._intent.forget_last()
+        return episode_id
 
     def request_outcome(self, outcome: str, notes: str = '') -> str:
-        return self._command('request_outcome', outcome, notes)
+        if outcome not in OUTCOMES:
+            raise RecorderError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
+        episode_id = self._intent.target()
+        self._order('outcome', episode_id, outcome, notes)
+        return episode_id
+
+    def _order(self, name: str, *args: Any) -> None:
+        future = self._send_command('order', name, *args)
+        future.add_done_callback(self._report_failure)
+
+    def _report_failure(self, future: Future[Any]) -> None:
+        if (err := future.exception()) is not None:
+            self._on_warning(f'recorder command failed: {err}')
 
     def status(self) -> dict[str, Any] | None:
         return self._snapshot
@@ -185,6 +214,9 @@ class RecorderProcess:
         return episode
 
     def _command(self, name: str, *args: Any, timeout: float = _REPLY_TIMEOUT_S) -> Any:
+        return self._send_command(name, *args).result(timeout)
+
+    def _send_command(self, name: str, *args: Any) -> Future[Any]:
         if self._closed:
             raise RecorderError('the recorder is shut down')
         if self._broken is not None:
@@ -196,7 +228,7 @@ class RecorderProcess:
             self._pending[command_id] = future
             self._outbox.append((_COMMAND + pickle.dumps((command_id, name, args, self._clock_ns())), future, None))
         self._wake.set()
-        return future.result(timeout)
+        return future
 
     def _listen(self) -> None:
         lower_this_thread(INTAKE_NICENESS)
@@ -217,6 +249,8 @@ class RecorderProcess:
                     listener(payload[0])
             elif kind == 'warning':
                 self._on_warning(payload[0])
+            elif kind == 'ended':  # the child closed an episode on its own (max duration, storage error)
+                self._intent.ended(payload[0])
             elif kind == 'status':
                 self._snapshot = payload[0]
         for future in self._pending.values():  # the child is gone
@@ -245,7 +279,8 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
     try:
         recorder = EpisodeRecorder(Dataset.open(dataset_root), settings, clock_ns=lambda: now[0],
                                    on_transition=lambda t: send(('transition', t)),
-                                   on_warning=lambda m: send(('warning', m)))
+                                   on_warning=lambda m: send(('warning', m)),
+                                   on_writer_end=lambda episode_id: send(('ended', episode_id)))
         startup_error: BaseException | None = None
     except RobodataError as err:
         startup_error = err
@@ -287,6 +322,8 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
                     recorder.add_topic(topic, msgtype, latched=latched, expected_rate_hz=rate, reliable=reliable)
                     topics.append(topic)
                     value = None
+                elif name == 'order':
+                    value = recorder.order(*args)
                 elif name == 'close':
                     value = recorder.close(*args)
                     send(('reply', command_id, True, value))
