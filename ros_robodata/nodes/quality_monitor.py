@@ -28,7 +28,7 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
 from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
-from ros_robodata.quality.episode import score_of
+from ros_robodata.quality.episode import EpisodeQuality, score_of
 from ros_robodata.quality.live import LiveQuality, Status
 from ros_robodata.record.priority import ANALYSIS_NICENESS, lower_this_thread
 
@@ -71,6 +71,10 @@ class QualityMonitorNode(Node):
         self._running = True
         self._worker = threading.Thread(target=self._frame_worker, name='quality-frames', daemon=True)
         self._worker.start()
+        self._ended: queue.Queue[tuple[str, EpisodeQuality] | None] = queue.Queue()
+        self.summaries: list[tuple[str, float]] = []  # (episode id, quality score) as each summary is logged
+        self._summarizer = threading.Thread(target=self._summary_worker, name='quality-summary', daemon=True)
+        self._summarizer.start()
         self._discovery = TopicDiscovery(self, {spec.topic: spec for _, spec in self.profile.all_topics()},
                                          self._subscribe)
         self.create_timer(period, self._publish)
@@ -128,10 +132,26 @@ class QualityMonitorNode(Node):
         if msg.event == EpisodeEvent.START:
             self.live.start(msg.episode_id)
         elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.live.episode_id:
-            report = self.live.stop()
-            score, reasons = score_of(report.findings)
+            # The summary (the whole episode's findings, its smoothness, the images still to judge) is worked out on
+            # a worker at the analysis priority: at a stop the intake beside it, a recorder's in a session, and
+            # the next episode's first messages come first. It is logged when it is ready.
+            self._ended.put((msg.episode_id, self.live.end_episode()))
+
+    def _summary_worker(self) -> None:
+        lower_this_thread(ANALYSIS_NICENESS)
+        while True:
+            item = self._ended.get()
+            if item is None:
+                return
+            episode_id, checks = item
+            try:
+                score, reasons = score_of(checks.report().findings)
+            except Exception as err:  # a summary that cannot be made is one warning, not a dead monitor
+                self.get_logger().warning(f'episode {episode_id}: no quality summary: {err}')
+                continue
             text = '; '.join(reasons[:3]) if reasons else 'no problem found'
-            self.get_logger().info(f'episode {msg.episode_id}: quality score {score:.2f}: {text}')
+            self.get_logger().info(f'episode {episode_id}: quality score {score:.2f}: {text}')
+            self.summaries.append((episode_id, score))
 
     def _beat(self) -> None:
         now = self._clock_ns()
@@ -179,6 +199,8 @@ class QualityMonitorNode(Node):
 
     def destroy_node(self) -> None:
         self._running = False
+        self._ended.put(None)
+        self._summarizer.join(10.0)  # the last episode's summary is still logged on a quick Ctrl-C after its stop
         super().destroy_node()
 
 

@@ -98,13 +98,18 @@ class LiveQuality:
 
     def stop(self) -> EpisodeReport:
         """The episode ended: its report (findings so far); the checks carry on for the time between episodes."""
+        return self.end_episode().report()
+
+    def end_episode(self) -> EpisodeQuality:
+        """The episode ended: its checks, handed over whole for the caller to report on where it likes (a node does
+        it on a worker, off the thread that times messages); fresh checks carry on for the time between episodes."""
         with self._lock:
             self._judge_spikes(None)
             self._settle_late(None)
-            report = self._checks.report()
+            ended = self._checks
             self.episode_id = ''
             self._checks = self._new_checks()
-            return report
+            return ended
 
     def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Callable[[], Any]) -> list[str]:
         with self._lock:
