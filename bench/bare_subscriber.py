@@ -1,5 +1,10 @@
 """The ceiling for Python: a raw=True rclpy subscriber that only counts, on the same executor and QoS
-as the recorder. Subscribes to the profile's topics; on SIGINT prints one JSON line of counts."""
+as the recorder. Subscribes to the profile's topics; on SIGINT prints one JSON line of counts.
+
+    bare_subscriber.py PROFILE [reliable|best_effort] [DUMP.npz]
+
+With DUMP, every stamped message's topic, receive time and latency (ns) are saved there too (record_throughput's
+boundary phase compares the latency around episode boundaries with mid-episode)."""
 
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ def main() -> int:
     reliability = ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE
     rclpy.init()
     node = rclpy.create_node('bare_subscriber')
+    dump = sys.argv[3] if len(sys.argv) > 3 else ''
+    arrivals: dict[str, list[int]] = {}
     counts: dict[str, int] = {}
     latencies: dict[str, list[int]] = {}
     for _, spec in profile.all_topics():
@@ -37,7 +44,10 @@ def main() -> int:
             counts[topic] += 1
             stamp = header_stamp_ns(data)
             if stamp:
-                latencies.setdefault(topic, []).append(time.time_ns() - stamp)
+                now = time.time_ns()
+                latencies.setdefault(topic, []).append(now - stamp)
+                if dump:
+                    arrivals.setdefault(topic, []).append(now)
 
         node.create_subscription(msgclass, spec.topic, count, qos, raw=True)
     executor = make_executor()
@@ -47,6 +57,11 @@ def main() -> int:
             executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    if dump:
+        import numpy as np
+
+        np.savez(dump, **{f'{t}|received': np.array(v, dtype=np.int64) for t, v in arrivals.items()},
+                 **{f'{t}|latency': np.array(latencies[t], dtype=np.int64) for t in arrivals})
     worst = {t: round(max(v) / 1e6, 1) for t, v in latencies.items()}
     median = {t: round(sorted(v)[len(v) // 2] / 1e6, 1) for t, v in latencies.items()}
     print(json.dumps({'received': counts, 'latency_ms_max': worst, 'latency_ms_p50': median}), flush=True)

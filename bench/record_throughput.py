@@ -7,7 +7,10 @@ Phases (each with a fresh publisher process; the recorder and the bare subscribe
              process) instead of `robodata record`;
   tuned      the rig load with what the recorder recommends applied: config/dds/fastdds_rig.xml given to the
              publisher (the drivers) and to the receiving side;
-  saturating the same, with joint states and wrench pushed to --saturate-hz each.
+  saturating the same, with joint states and wrench pushed to --saturate-hz each;
+  boundaries the rig load while `robodata record` stops and starts an episode every --episode-s, a bare
+             subscriber in its own process beside it: its latency in the second around each boundary against
+             mid-episode (target: p99 within 20 ms); session-boundaries the same with `robodata session`.
 For each phase: the recorder, then a bare raw=True subscriber that only counts (the ceiling for Python). Prints
 per-topic published vs recorded vs bare counts and their ratio, loss of small messages and of camera/LiDAR
 frames, CPU and peak memory of both. Targets (issues 3 and 15): recorder/bare >= 0.99 per topic at rig load,
@@ -28,9 +31,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from std_srvs.srv import Trigger
@@ -186,6 +191,92 @@ def run_bare(seconds: float, load: list[str]) -> dict:
             'latency_ms_max': result['latency_ms_max'], 'publisher_late_ms': publish_load.max_late_ms}  # type: ignore[attr-defined]
 
 
+def run_boundaries(seconds: float, load: list[str], workdir: Path, command: str, episode_s: float) -> dict:
+    """The recorder cycling episodes back to back (stop, then start at once, every `episode_s`) under the load,
+    with the bare subscriber in its own process beside it noting every message's latency: what an episode's end
+    costs the other processes on the computer (a real driver, a viewer), around each boundary."""
+    domain = random.randint(1, 200)
+    dataset, dump = workdir / f'ds_{domain}', workdir / f'bare_{domain}.npz'
+    log = open(workdir / f'recorder_{domain}.log', 'w')  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', command, '--profile', str(PROFILE),
+                             '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain, receiver=True),
+                            stdout=log, stderr=subprocess.STDOUT)
+    bare = subprocess.Popen([sys.executable, str(HERE / 'bare_subscriber.py'), str(PROFILE),
+                             'best_effort' if '--best-effort' in load else 'reliable', str(dump)],
+                            env=env_for(domain, receiver=True), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    client = ServiceClient(domain)
+    boundaries: list[tuple[int, float]] = []  # (wall ns of the stop request, seconds until start answered)
+    try:
+        client.call(Trigger, '/recorder/stop_episode', Trigger.Request())  # discovers the stop service too
+        client.call(StartEpisode, '/recorder/start_episode', StartEpisode.Request())
+        time.sleep(2.0)
+        publisher = threading.Thread(target=publish_load, args=(domain, seconds, load))
+        publisher.start()
+        due = time.monotonic() + episode_s
+        while publisher.is_alive():
+            if time.monotonic() >= due and time.monotonic() < due + 1.0:
+                at, t0 = time.time_ns(), time.monotonic()
+                client.call(Trigger, '/recorder/stop_episode', Trigger.Request())
+                client.call(StartEpisode, '/recorder/start_episode', StartEpisode.Request())
+                boundaries.append((at, time.monotonic() - t0))
+                due += episode_s
+            time.sleep(0.02)
+        publisher.join()
+        client.call(Trigger, '/recorder/stop_episode', Trigger.Request())
+    finally:
+        client.close()
+        for process in (proc, bare):
+            process.send_signal(signal.SIGINT)
+        proc.wait(120)
+        bare.communicate(timeout=60)
+        log.close()
+    data = np.load(dump)
+    topics = sorted({key.split('|')[0] for key in data.files})
+    return {'boundaries': boundaries, 'received': {t: data[f'{t}|received'] for t in topics},
+            'latency': {t: data[f'{t}|latency'] for t in topics}}
+
+
+def report_boundaries(name: str, runs: list[dict], around: tuple[float, float] = (-0.2, 0.8),
+                      clear_s: float = 1.5) -> dict:
+    """Latency of the bare subscriber's messages received in the second around each boundary (from `around[0]` s
+    before the stop request to `around[1]` s after) against mid-episode (further than `clear_s` from any)."""
+    print(f'\n== {name}: a bare subscriber beside the recorder, around episode boundaries vs mid-episode ==')
+    kinds: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {'small': ([], []), 'camera and LiDAR': ([], [])}
+    answers = []
+    for run in runs:
+        stops = np.array([at for at, _ in run['boundaries']], dtype=np.int64)
+        answers += [s for _, s in run['boundaries']]
+        if not len(stops):
+            continue
+        for topic, received in run['received'].items():
+            latency = run['latency'][topic] / 1e6
+            offset = (received[:, None] - stops[None, :]) / 1e9
+            near = ((offset >= around[0]) & (offset <= around[1])).any(axis=1)
+            far = (np.abs(offset) > clear_s).all(axis=1) & (received > received[0] + 2e9) & \
+                (received < received[-1] - 2e9)
+            large = any(word in topic for word in ('image', 'camera', 'lidar', 'points'))
+            boundary, middle = kinds['camera and LiDAR' if large else 'small']
+            boundary.append(latency[near])
+            middle.append(latency[far])
+    out = {}
+    print(f'{sum(len(r["boundaries"]) for r in runs)} boundaries; stop + start answered in '
+          f'{np.median(answers) * 1000 if answers else float("nan"):.0f} ms median, '
+          f'{max(answers, default=float("nan")) * 1000:.0f} ms worst')
+    print(f'{"messages":18} {"n near":>7} {"p50":>6} {"p99":>7} {"max":>7}   {"n mid":>7} {"p50":>6} {"p99":>7} '
+          f'{"max":>7}   {"p99 diff":>8}')
+    for kind, (boundary, middle) in kinds.items():
+        near, far = np.concatenate(boundary or [np.zeros(0)]), np.concatenate(middle or [np.zeros(0)])
+        if not len(near) or not len(far):
+            continue
+        p = {key: (np.percentile(v, 50), np.percentile(v, 99), v.max()) for key, v in (('near', near), ('far', far))}
+        diff = p['near'][1] - p['far'][1]
+        out[kind] = diff
+        print(f'{kind:18} {len(near):7d} {p["near"][0]:6.1f} {p["near"][1]:7.1f} {p["near"][2]:7.1f}   '
+              f'{len(far):7d} {p["far"][0]:6.1f} {p["far"][1]:7.1f} {p["far"][2]:7.1f}   {diff:8.1f}')
+    return out
+
+
 def pooled(runs: list[dict]) -> dict:
     """Several runs of one side as one: counts summed per topic, CPU and latency the mean and the worst."""
     if len(runs) == 1:
@@ -281,6 +372,8 @@ def main() -> int:
     parser.add_argument('--trials', type=int, default=1,
                         help='recorder and bare subscriber runs per phase, in alternating order; the summary pools '
                              'their counts (transport loss on a shared machine varies by about a point between runs)')
+    parser.add_argument('--episode-s', type=float, default=5.0,
+                        help='boundaries phases: the length of each episode (stop and start back to back)')
     parser.add_argument('--compression', choices=('profile', 'zstd', 'none'), default='profile',
                         help="the recorder's chunk compression (profile: bench/rig_profile.yaml's, zstd)")
     args = parser.parse_args()
@@ -307,6 +400,17 @@ def main() -> int:
             changed.write_text(PROFILE.read_text().replace('compression: zstd', f'compression: {args.compression}'))
             PROFILE = changed
         results = {}
+        boundaries = {}
+        for name, command in (('boundaries', 'record'), ('session-boundaries', 'session')):
+            if name not in args.phases.split(','):
+                continue
+            runs = []
+            for trial in range(args.trials):
+                print(f'[{name}] trial {trial + 1}/{args.trials}: {command}, an episode every {args.episode_s:g} s '
+                      'beside a bare subscriber ...', flush=True)
+                runs.append(run_boundaries(args.seconds, rig, Path(tmp), command, args.episode_s))
+            boundaries[name] = report_boundaries(name if args.trials == 1 else f'{name}, {args.trials} trials pooled',
+                                                 runs)
         for name, load, command in (('rig', rig, 'record'), ('session', rig, 'session'), ('tuned', rig, 'record'),
                                     ('saturating', saturating, 'record')):
             if name not in args.phases.split(','):
@@ -338,6 +442,11 @@ def main() -> int:
         print(f'{name}: recorder lost {small:.2f}% of small messages and {large:.2f}% of camera/LiDAR frames '
               f'(bare subscriber {small_bare:.2f}% / {large_bare:.2f}%); worst recorder/bare {ratio:.3f} on {topic} '
               f'(target >= 0.99)')
+    for name, diffs in boundaries.items():
+        text = ', '.join(f'{kind} {diff:+.1f} ms' for kind, diff in diffs.items())
+        met = 'met' if diffs and all(abs(d) <= 20 for d in diffs.values()) else 'NOT met'
+        print(f'{name}: bare subscriber p99 latency around a boundary minus mid-episode: {text} (target within '
+              f'20 ms: {met})')
     if 'tuned' in results:
         (small, _), (large, _) = results['tuned']['lost_pct']['small'], results['tuned']['lost_pct']['camera and LiDAR']
         print(f'tuned: {small:.2f}% small / {large:.2f}% frames lost (target <= 0.5% / 1%)')
