@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from rclpy.signals import SignalHandlerOptions
 from ros_robodata.errors import RobodataError
 from ros_robodata.paths import config_path
 from ros_robodata.record.host_check import PROFILE_ENV, RIG_PROFILE
+from ros_robodata.record.priority import ANALYSIS_NICENESS, lower_this_thread
 
 
 def declare(node: Node, name: str, default: Any, description: str, *, read_only: bool = True) -> Any:
@@ -187,6 +189,15 @@ def deliver(node: Node, timeout_s: float = 1.0) -> None:
         publisher.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9)))
 
 
+def _spin_analysis(executor: Any, stop: StopRequest) -> None:
+    lower_this_thread(ANALYSIS_NICENESS)
+    try:
+        while not stop.reason and rclpy.ok():
+            executor.spin_once(timeout_sec=0.2)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
 def run_nodes(
     makers: Sequence[Callable[[], Node]],
     args: list[str] | None = None,
@@ -194,10 +205,14 @@ def run_nodes(
     on_shutdown: Callable[[list[Node], str], None] | None = None,
     after_start: Callable[[list[Node]], None] | None = None,
     main_loop: Callable[[list[Node], Any, StopRequest], None] | None = None,
+    analysis: Sequence[Callable[[], Node]] = (),
 ) -> int:
     """Several nodes in one process and one executor (what `robodata session` runs), until Ctrl-C or SIGTERM.
     `main_loop(nodes, executor, stop)`, when given, replaces the spin loop (a node with work of its own, like the
     simulated cell): it spins the executor itself and returns once `stop.reason` is set or its work is done.
+    The `analysis` nodes (a segmenter, a monitor: work that may wait) get an executor of their own, spun on a thread
+    below the intake's priority, so that their work at an episode's start or stop (the pre-roll replayed through
+    the segmenter, a summary) never holds the first executor's callbacks (a recorder's intake and services).
 
     Shutdown, in order: callbacks stop (subscriptions, timers, services destroyed), `on_shutdown` closes what is
     open (a running episode becomes `interrupted` and its STOP is published), reliable publishers deliver what
@@ -207,12 +222,22 @@ def run_nodes(
     stop = StopRequest()
     nodes: list[Node] = []
     reason = 'interrupted'
+    spinner: threading.Thread | None = None
     try:
         for make in makers:
             nodes.append(make())
+        behind = [make() for make in analysis]
+        nodes += behind
         executor = make_executor()
-        for node in nodes:
+        for node in nodes[:len(nodes) - len(behind)]:
             executor.add_node(node)
+        if behind:
+            side = make_executor()
+            for node in behind:
+                side.add_node(node)
+            spinner = threading.Thread(target=_spin_analysis, args=(side, stop), name='analysis-executor',
+                                       daemon=True)
+            spinner.start()
         if after_start is not None:
             after_start(nodes)
         if main_loop is not None:
@@ -229,6 +254,9 @@ def run_nodes(
         print(f'{name}: error: {" ".join(str(err).split())}', file=sys.stderr)
         return 1
     finally:
+        if spinner is not None:
+            stop.reason = stop.reason or reason
+            spinner.join(5.0)
         for node in nodes:
             quiesce(node)
         if nodes and on_shutdown is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.node import Node
@@ -31,13 +32,16 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
         profile=profile, dataset=dataset, task=task, operator=operator, mode=mode,
         delete_discarded=delete_discarded, use_sim_time=use_sim_time,
         min_episode_s=float(min_episode_s) if min_episode_s is not None else None))]
+    analysis: list[Callable[[], Node]] = []
     if segment:
-        makers.append(lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, dataset=dataset,
+        analysis.append(lambda: SegmenterNode(parameter_overrides=parameters(profile=profile, dataset=dataset,
                                                                            use_sim_time=use_sim_time)))
     if monitor:
-        makers.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile,
-                                                                             use_sim_time=use_sim_time)))
-    return run_nodes(makers, ['robodata session'], on_shutdown=_close_episode, after_start=_started)
+        analysis.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile,
+                                                                               use_sim_time=use_sim_time)))
+    # The recorder alone on the main executor: the segmenter's and the monitor's work waits, its intake does not.
+    return run_nodes(makers, ['robodata session'], on_shutdown=_close_episode, after_start=_started,
+                     analysis=analysis)
 
 
 def run_monitor(profile: str, *, images: bool = True, use_sim_time: bool = False) -> int:
