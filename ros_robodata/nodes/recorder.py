@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import getpass
+import os
 import sys
 from typing import Any
 
@@ -27,6 +28,7 @@ from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_nod
 from ros_robodata.profile import load_profile
 from ros_robodata.profile.schema import IMAGE
 from ros_robodata.quality.timing import silence
+from ros_robodata.record.dds_peers import shm_participants
 from ros_robodata.record.host_check import check_host, frame_loss_advice
 from ros_robodata.record.priority import INTAKE_NICENESS, lower_this_thread
 from ros_robodata.record.recorder import RecorderSettings, Transition
@@ -242,8 +244,9 @@ class RecorderNode(Node):
                 item.message += f', back after a silence ({t["missing"]} sample(s) missing)'
             elif t['missing']:
                 item.level, item.message = DiagnosticStatus.WARN, f'{t["missing"]} sample(s) lost in the last period'
-                advice = frame_loss_advice(topic, t['bytes'] / max(t['count'], 1))
-                if advice and topic not in self._advised:
+                advice = None if topic in self._advised else frame_loss_advice(
+                    topic, t['bytes'] / max(t['count'], 1), shm_participants(), frozenset({os.getpid()}))
+                if advice:
                     self._advised.add(topic)
                     self.get_logger().warning(advice)
                 if t['gap_stamps_ns'] and status['stamp_origin_ns']:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ros_robodata.record.dds_peers import ShmParticipant
+
 PROFILE_ENV = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
 RIG_PROFILE = 'dds/fastdds_rig.xml'
 SOCKET_BUFFER = 4 * 2**20  # what config/dds/fastdds_rig.xml asks for each UDP socket
@@ -99,13 +101,35 @@ def _rig_profile() -> str:
         return f'<ros_robodata share>/config/{RIG_PROFILE}'
 
 
-def frame_loss_advice(topic: str, mean_bytes: float) -> str | None:
-    """What to tell once when a topic with messages too large for the default segment loses some."""
+def frame_loss_advice(topic: str, mean_bytes: float, participants: list[ShmParticipant] | None,
+                      own_pids: frozenset[int] = frozenset()) -> str | None:
+    """What to tell once when a topic with messages too large for the default segment loses some: the DDS profile
+    only where a participant on this computer has a segment too small for them (`participants`, as
+    `shm_participants` reads them; this recorder's own in `own_pids` aside), else that the profile is not the cause.
+
+    Args:
+        topic: The topic losing messages.
+        mean_bytes: Its messages' mean size.
+        participants: This computer's Fast DDS participants, or None where they cannot be read.
+        own_pids: This recorder's processes.
+    """
     if mean_bytes <= DEFAULT_SHM_SEGMENT:
         return None
-    return (f'{topic} is losing messages of {_size(int(mean_bytes))}, larger than Fast DDS\'s default shared-memory '
-            f'segment: restart its driver with {PROFILE_ENV[0]}={_rig_profile()} (the publisher\'s side decides; '
-            f'see README, "Losing nothing on a busy rig")')
+    size = _size(int(mean_bytes))
+    if participants is None:
+        return (f'{topic} is losing messages of {size}; the cause is not known here (this computer\'s DDS '
+                f'participants cannot be read). If its driver runs on Fast DDS\'s defaults, see README, "Losing '
+                'nothing on a busy rig"')
+    small = [p for p in participants if p.pid not in own_pids and p.segment_bytes < 2 * mean_bytes]
+    if small:
+        named = '; '.join(f'pid {p.pid} ({p.command}): {_size(p.segment_bytes)}' for p in small[:4])
+        return (f'{topic} is losing messages of {size}, and Fast DDS participants on this computer have a '
+                f'shared-memory segment too small for them ({named}), so those frames go as UDP fragments: restart '
+                f'the one that is its driver with {PROFILE_ENV[0]}={_rig_profile()} (the publisher\'s side decides; '
+                f'see README, "Losing nothing on a busy rig")')
+    return (f'{topic} is losing messages of {size}, and no DDS profile change will help on this computer: every '
+            f'Fast DDS participant here already has a shared-memory segment that holds them. The cause is not known '
+            f'here: this computer short of CPU (see `top`), or its driver on another computer (then the network)')
 
 
 def _size(n: int) -> str:
