@@ -21,6 +21,7 @@ from ros_robodata.profile import Profile
 from ros_robodata.profile.schema import JOINT_STATE
 from ros_robodata.quality.contact import WrenchWatch
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
+from ros_robodata.quality.image_cdr import gray_from_image_cdr
 from ros_robodata.quality.motion import JointMotion, MotionLimits, limits_from_urdf
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
 from ros_robodata.signals import (
@@ -172,7 +173,7 @@ class EpisodeQuality:
                 reading = read_wrench(data, decode)
             elif role == _CAMERA:
                 reading = None
-                self._frame(topic, at, decode)
+                self._frame(topic, at, decode, data)
             elif role == _URDF and self.motion is not None and not self.motion.joint_limits:
                 reading = str(decode().data)
             else:
@@ -228,8 +229,10 @@ class EpisodeQuality:
         assert self.motion is not None  # joint_topic is set
         return self.motion.add(reading.stamp_ns, reading.names, reading.position)
 
-    def _frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> None:
-        """Queue the frame for the camera checks (when they look at it: image_rate_hz a second, or every one)."""
+    def _frame(self, topic: str, stamp: int, decode: Callable[[], Any], data: bytes | memoryview | None = None
+               ) -> None:
+        """Queue the frame for the camera checks (when they look at it: image_rate_hz a second, or every one);
+        `data`, its CDR bytes, lets a plain colour frame skip the generic decode."""
         if topic not in self.cameras:
             return
         last = self._last_frame.get(topic)
@@ -239,12 +242,15 @@ class EpisodeQuality:
         if self._image_pool is None:
             self._image_pool = ThreadPoolExecutor(1, thread_name_prefix='robodata-images')
         self._image_slots.acquire()
-        self._image_pool.submit(self._check_frame, topic, stamp, decode)
+        self._image_pool.submit(self._check_frame, topic, stamp, decode, data)
 
-    def _check_frame(self, topic: str, stamp: int, decode: Callable[[], Any]) -> None:
+    def _check_frame(self, topic: str, stamp: int, decode: Callable[[], Any], data: bytes | memoryview | None
+                     ) -> None:
         try:
             try:
-                pixels = decode_image(decode())
+                pixels = gray_from_image_cdr(data) if data is not None else None
+                if pixels is None:
+                    pixels = decode_image(decode())
             except UNREADABLE as err:
                 self.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
                 return

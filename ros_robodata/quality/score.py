@@ -21,6 +21,7 @@ from ros_robodata.events.segmenter import Segmenter, episode_input_start
 from ros_robodata.events.stroke import Stroke
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
+from ros_robodata.quality.batch_pass import BatchQuality
 from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
 from ros_robodata.quality.patterns import (
@@ -55,19 +56,25 @@ class BagScore:
 
 def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
               image_rate_hz: float = 0.0, segment: bool = False, segment_since_ns: int | None = None,
-              priors: Priors | None = None) -> BagScore:
-    """Stream one bag through every check (one pass, no message kept); with `segment`, the segmenter reads
-    the same pass (from `segment_since_ns` and `priors`, as `robodata segment` does), so an unsegmented episode is
-    not read twice."""
+              priors: Priors | None = None, batch: bool = True) -> BagScore:
+    """Stream one bag through every check (one pass, a few thousand messages held at most); with `segment`, the
+    segmenter reads the same pass (from `segment_since_ns` and `priors`, as `robodata segment` does), so an
+    unsegmented episode is not read twice. `batch`: the checks run on arrays of a chunk of messages
+    (quality/batch_pass.py); False feeds them one message at a time, as a live monitor does (the same findings,
+    slower)."""
     checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
+    feeder = BatchQuality(checks) if batch else None
+    add = feeder.add if feeder is not None else checks.add
     segmenter = Segmenter(profile, since_ns=segment_since_ns, priors=priors) \
         if segment and (profile.topics.gripper or profile.topics.wrench) else None
     with BagReader(path) as reader:
         for message in reader.messages():
             decode = lambda m=message: reader.decode(m)  # noqa: E731 - one closure, two users
-            checks.add(message.topic, message.t_ns, message.data, decode)
+            add(message.topic, message.t_ns, message.data, decode)
             if segmenter is not None and message.topic in segmenter.topics:
                 segmenter.add_cdr(message.topic, message.data, decode, message.t_ns)
+        if feeder is not None:
+            feeder.finish()
         report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
         opening = checks.gripper_opening()
         if not reader.complete:

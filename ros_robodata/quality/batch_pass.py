@@ -1,0 +1,197 @@
+"""Scoring a recorded bag at the speed of reading it: the episode's checks fed a chunk of messages at a time.
+
+EpisodeQuality.add judges one message at a time, as a live monitor must; offline that per-sample Python cost
+about as much as reading the bag. BatchQuality takes the same messages in the bag's order, holds a few thousand,
+reads their fields as numpy arrays (signals/cdr_batch.py) and moves the same streaming objects through the
+vectorized twins of their steps (batch_checks.py, batch_motion.py), so report() gives what the streaming path
+gives. What couples streams is kept in the bag's order by sequence numbers: a camera frame is paired only with
+joint stamps that arrived before it, and a joint's command is known to the stuck check up to where it arrived.
+Camera frames go to the image worker as they are read, so decoding them overlaps the read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ros_robodata.quality.batch_checks import feed_gripper, feed_sync, feed_timing, feed_wrench
+from ros_robodata.quality.batch_motion import MotionRun, feed_motion
+from ros_robodata.quality.episode import _CAMERA, _COMMAND, _JOINTS, _URDF, _WRENCH, UNREADABLE, EpisodeQuality
+from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints, read_wrench
+from ros_robodata.signals.cdr_batch import joint_states_of, stamps_of, wrenches_of
+
+Decode = Callable[[], Any]
+CHUNK = 4096  # messages held before the checks run on them (memory stays bounded whatever the bag's length)
+
+
+@dataclass
+class _Held:
+    """One topic's messages since the last flush."""
+
+    seqs: list[int] = field(default_factory=list)
+    receives: list[int] = field(default_factory=list)
+    datas: list[bytes | memoryview] = field(default_factory=list)
+    decodes: list[Decode] = field(default_factory=list)
+
+
+class BatchQuality:
+    """Offline feeder of an EpisodeQuality: add() every message in the bag's order, then finish(), then ask the
+    EpisodeQuality for its report."""
+
+    def __init__(self, checks: EpisodeQuality) -> None:
+        self.checks = checks
+        self._held: dict[str, _Held] = {}
+        self._frames: dict[str, list[tuple[int, int]]] = {}  # camera topic -> (seq, stamp) for the sync check
+        self._seq = 0
+        self._count = 0
+
+    def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Decode) -> None:
+        """One message (CDR bytes; `decode()` gives the message object where the fast readers cannot)."""
+        q = self.checks
+        if topic not in q.timing:
+            return
+        role = q._roles.get(topic)
+        if role == _URDF:  # joint limits change how every later joint sample is judged: in order, at once
+            self.flush()
+            q.add(topic, receive_ns, data, decode)
+            return
+        if q.first_ns is None:
+            q.first_ns = receive_ns
+        q.last_ns = receive_ns
+        seq = self._seq
+        self._seq += 1
+        held = self._held.get(topic)
+        if held is None:
+            held = self._held[topic] = _Held()
+        held.seqs.append(seq)
+        held.receives.append(receive_ns)
+        held.datas.append(data)
+        held.decodes.append(decode)
+        if role == _CAMERA:
+            stamp = header_stamp_ns(data) if q._stamped[topic] else None
+            at = stamp or receive_ns
+            q._frame(topic, at, decode, data)
+            if topic in q.sync:
+                self._frames.setdefault(topic, []).append((seq, at))
+        self._count += 1
+        if self._count >= CHUNK:
+            self.flush()
+
+    def finish(self) -> None:
+        """Run the checks on what is still held."""
+        self.flush()
+
+    def flush(self) -> None:
+        q = self.checks
+        held, self._held = self._held, {}
+        frames, self._frames = self._frames, {}
+        self._count = 0
+        refs: list[tuple[np.ndarray, np.ndarray]] = []
+        runs: list[MotionRun] = []
+        commands: list[MotionRun] = []
+        for topic, h in held.items():
+            receives = np.array(h.receives, dtype=np.int64)
+            stamps = stamps_of(h.datas) if q._stamped[topic] else np.zeros(len(receives), dtype=np.int64)
+            positive = stamps[stamps > 0]
+            if len(positive):
+                low, high = int(positive.min()), int(positive.max())
+                q.first_stamp_ns = low if q.first_stamp_ns is None else min(q.first_stamp_ns, low)
+                q.last_stamp_ns = high if q.last_stamp_ns is None else max(q.last_stamp_ns, high)
+            feed_timing(q.timing[topic], stamps, receives)
+            role = q._roles.get(topic)
+            if role in (_JOINTS, _COMMAND) or topic == q._gripper_topic:
+                topic_runs = self._joint_states(topic, h, role in (_JOINTS, _COMMAND))
+                if role == _JOINTS:
+                    runs += topic_runs
+                    refs += [(r.stamps, r.seqs) for r in topic_runs]
+                elif role == _COMMAND:
+                    commands += topic_runs
+            elif role == _WRENCH:
+                self._wrenches(topic, h, np.where(stamps != 0, stamps, receives))
+        if q.motion is not None and (runs or commands):
+            feed_motion(q.motion, runs, commands)
+        if q.sync:
+            ref_stamps = np.concatenate([r for r, _ in refs]) if refs else np.zeros(0, dtype=np.int64)
+            ref_seqs = np.concatenate([s for _, s in refs]) if refs else np.zeros(0, dtype=np.int64)
+            for topic, watch in q.sync.items():
+                got = frames.get(topic, [])
+                if not len(ref_stamps) and not got:
+                    continue
+                at = np.array([a for _, a in got], dtype=np.int64)
+                seqs = np.array([s for s, _ in got], dtype=np.int64)
+                feed_sync(watch, ref_stamps, ref_seqs, at, seqs)
+
+    def _unreadable(self, topic: str, err: BaseException) -> None:
+        self.checks.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
+
+    def _joint_states(self, topic: str, h: _Held, joints: bool) -> list[MotionRun]:
+        """The topic's JointState messages as runs of one layout (names) in order; the gripper's joint is fed on
+        the way when this is the gripper's topic."""
+        q = self.checks
+        gripper = q.gripper if topic == q._gripper_topic else None
+        batch = joint_states_of(h.datas)
+        fast = batch[3] if batch is not None else np.zeros(len(h.datas), dtype=bool)
+        seqs = np.array(h.seqs, dtype=np.int64)
+        runs: list[MotionRun] = []
+        g_stamps: list[np.ndarray] = []
+        g_values: list[np.ndarray] = []
+        where = np.flatnonzero(fast)
+        row_of = np.full(len(fast), -1, dtype=np.int64)
+        row_of[where] = np.arange(len(where))
+        slow = np.flatnonzero(~fast).tolist()
+        bounds = [-1, *slow, len(fast)]
+        for k in range(len(bounds) - 1):
+            begin, end = bounds[k] + 1, bounds[k + 1]
+            if end > begin and batch is not None:  # template rows between two slow ones
+                names, stamps, positions, _ = batch
+                rows = slice(int(row_of[begin]), int(row_of[end - 1]) + 1)
+                if gripper is not None and gripper.joint in names:
+                    column = names.index(gripper.joint)
+                    g_stamps.append(stamps[rows])
+                    g_values.append(positions[rows, column] if column < positions.shape[1]
+                                    else np.full(end - begin, np.nan))
+                if joints:
+                    runs.append(MotionRun(seqs[begin:end], tuple(names), stamps[rows], positions[rows]))
+            if k + 1 < len(bounds) - 1:  # the slow row after them, read one by one as EpisodeQuality.add does
+                i = bounds[k + 1]
+                data, decode = h.datas[i], h.decodes[i]
+                try:
+                    reading = read_gripper(data, gripper.joint, decode) if gripper is not None else None
+                    js = read_joints(data, decode) if joints else None
+                except UNREADABLE as err:
+                    self._unreadable(topic, err)
+                    continue
+                if reading is not None:
+                    g_stamps.append(np.array([reading.stamp_ns], dtype=np.int64))
+                    g_values.append(np.array([reading.position], dtype=float))
+                if js is not None:
+                    runs.append(MotionRun(seqs[i:i + 1], tuple(js.names), np.array([js.stamp_ns], dtype=np.int64),
+                                          np.array([js.position], dtype=float).reshape(1, len(js.position))))
+        if gripper is not None and g_stamps:
+            q._gripper_last = feed_gripper(gripper, q._gripper_last, q._gripper_moving, np.concatenate(g_stamps),
+                                           np.concatenate(g_values))
+        return runs
+
+    def _wrenches(self, topic: str, h: _Held, at: np.ndarray) -> None:
+        q = self.checks
+        assert q.wrench is not None
+        batch = wrenches_of(h.datas)
+        n = len(h.datas)
+        forces = np.zeros((n, 3))
+        keep = np.zeros(n, dtype=bool)
+        if batch is not None:
+            _, batch_forces, fast = batch
+            forces[fast] = batch_forces
+            keep[fast] = True
+        else:
+            fast = keep.copy()
+        for i in np.flatnonzero(~fast).tolist():
+            try:
+                forces[i] = read_wrench(h.datas[i], h.decodes[i]).force
+                keep[i] = True
+            except UNREADABLE as err:
+                self._unreadable(topic, err)
+        feed_wrench(q.wrench, at[keep], forces[keep])
