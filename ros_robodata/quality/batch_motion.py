@@ -12,10 +12,12 @@ after them is judged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ros_robodata.quality.motion import _STILL_EVERY as STILL_EVERY
 from ros_robodata.quality.motion import JointMotion
 
 
@@ -43,7 +45,219 @@ def feed_motion(motion: JointMotion, runs: list[MotionRun], commands: list[Motio
             fed += 1
 
     for run in runs:
-        for i, (stamp, seq) in enumerate(zip(run.stamps.tolist(), run.seqs.tolist(), strict=True)):
-            advance(seq)
-            motion.add(stamp, run.names, run.positions[i].tolist())
+        n, pos = len(run.stamps), 0
+        while pos < n:
+            done = 0
+            if _settled(motion, run.names):
+                index = motion._index or []
+                if max(index) < run.positions.shape[1]:
+                    done = _settled_run(motion, run.stamps[pos:], run.positions[pos:, index], run.seqs[pos:],
+                                        advance)
+            if done == 0:  # the streaming check itself: a start, a name change, NaN, a limit, a repeat
+                advance(int(run.seqs[pos]))
+                motion.add(int(run.stamps[pos]), run.names, run.positions[pos].tolist())
+                done = 1
+            pos += done
     advance(2**62)
+
+
+def _settled(motion: JointMotion, names: tuple[str, ...]) -> bool:
+    """Whether the streaming check's state lets a run be judged on arrays (see the module's docstring)."""
+    j = len(motion._index or ())
+    return (motion._names_seen == names and j > 0 and motion._last is not None and motion._last_speed is not None
+            and motion._pending_repeat is None and motion._typical_change > 0 and not motion._early
+            and len(motion._seen) == j and len(motion._joint_changes) == j)
+
+
+def _first_irregular(motion: JointMotion, t: np.ndarray, q: np.ndarray) -> int:
+    """The first sample the streaming check must judge itself: NaN, beyond a URDF limit, a stamp not after the
+    last; len(t) when none."""
+    assert motion._last is not None
+    bad = ~np.isfinite(q).all(axis=1)
+    bad |= np.diff(np.concatenate(([motion._last[0]], t))) <= 0
+    margin = motion.limits.limit_margin
+    for i, name in enumerate(motion.names):
+        lim = motion.joint_limits.get(name)
+        if lim is not None:
+            bad |= ~((lim.lower - margin <= q[:, i]) & (q[:, i] <= lim.upper + margin))
+    hits = np.flatnonzero(bad)
+    return int(hits[0]) if len(hits) else len(t)
+
+
+def _refreshed(kept: list[float], values: list[float], refresh: Callable[[list[float]], float], current: float
+               ) -> tuple[list[float], np.ndarray]:
+    """A running statistic JointMotion refreshes every so many samples (at 200 kept, then keeping the last 100):
+    the kept list after `values`, and the statistic after each value."""
+    out = np.empty(len(values))
+    k = 0
+    while k < len(values):
+        need = max(1, 200 - len(kept))
+        if k + need > len(values):
+            kept.extend(values[k:])
+            out[k:] = current
+            break
+        kept.extend(values[k:k + need])
+        out[k:k + need - 1] = current
+        current = refresh(kept)
+        kept = kept[-100:]
+        out[k + need - 1] = current
+        k += need
+    return kept, out
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(values))
+
+
+def _p95(values: list[float]) -> float:
+    return float(np.percentile(values, 95))
+
+
+def _settled_run(motion: JointMotion, t: np.ndarray, q: np.ndarray, seqs: np.ndarray,
+                 advance: Callable[[int], None]) -> int:
+    """Judge the leading samples the streaming check would judge without branching on rare state; returns how
+    many (0: the first sample must go through JointMotion.add)."""
+    assert motion._last is not None and motion._last_speed is not None
+    lim = motion.limits
+    n = _first_irregular(motion, t, q)
+    if n == 0:
+        return 0
+    t, q = t[:n], q[:n]
+    last_t, last_q = motion._last
+    prev_t = np.concatenate(([last_t], t[:-1]))
+    prev_q = np.vstack((np.asarray(last_q, dtype=float)[None, :], q[:-1]))
+    step = t - prev_t
+    speed = (q - prev_q) / (step / 1e9)[:, None]
+    moving = (np.abs(speed) > lim.idle_speed).any(axis=1)
+    moving_before = np.concatenate(([motion._moving_now], moving[:-1]))
+    repeat = np.flatnonzero((q == prev_q).all(axis=1) & moving_before)  # a repeated reading while moving
+    if len(repeat):
+        return _settled_run(motion, t[:int(repeat[0])], q[:int(repeat[0])], seqs, advance) if repeat[0] else 0
+    prev_speed = np.vstack((np.asarray(motion._last_speed, dtype=float)[None, :], speed[:-1]))
+    changes = np.abs(speed - prev_speed)
+    change = changes.max(axis=1)
+    fastest = np.abs(speed).max(axis=1)
+    active = moving | (np.abs(prev_speed).max(axis=1) > lim.idle_speed)
+    # The running statistics the jump limit is built from, as they stood at each sample.
+    where = np.flatnonzero(active)
+    changes_kept, typical_active = _refreshed(list(motion._speed_changes), change[where].tolist(), _median,
+                                              motion._typical_change)
+    speeds_kept, peak_active = _refreshed(list(motion._speeds), fastest[where].tolist(), _p95, motion._peak_speed)
+    slot = np.searchsorted(where, np.arange(n), side='right') - 1  # the last active sample at or before each
+    typical = np.where(slot >= 0, typical_active[np.maximum(slot, 0)], motion._typical_change)
+    peak = np.where(slot >= 0, peak_active[np.maximum(slot, 0)], motion._peak_speed)
+    unknown = np.flatnonzero(typical <= 0)
+    if len(unknown):  # the typical change fell to nothing: the streaming check's early judgement takes over
+        cut = int(unknown[0])
+        return _settled_run(motion, t[:cut], q[:cut], seqs, advance) if cut else 0
+    # From here on the run is committed: the state moves as n calls of JointMotion.add would move it.
+    periods, period = _periods(motion, step.tolist())
+    motion._speed_changes, motion._speeds = changes_kept, speeds_kept
+    for kept, column in zip(motion._joint_changes, changes[where].T, strict=True):
+        room = 5000 - len(kept)
+        if room > 0:
+            kept.extend(column[:room].tolist())
+    limit = np.maximum(np.maximum(lim.min_velocity_jump, lim.velocity_jump_sigmas * typical),
+                       lim.velocity_jump_of_peak * peak)
+    for k in np.flatnonzero(change > limit).tolist():
+        motion._period, motion._typical_change, motion._peak_speed = int(period[k]), float(typical[k]), float(peak[k])
+        motion._judge_jump(int(t[k]), float(change[k]), int(step[k]), changes[k].tolist(), [])
+    motion._periods, motion._period = periods, int(period[-1])
+    motion._typical_change, motion._peak_speed = float(typical[-1]), float(peak[-1])
+    _trajectory(motion, t, q)
+    diff = q - prev_q
+    for i in range(q.shape[1]):
+        low, high = motion._seen[i]
+        column = q[:, i]
+        low = min(low, float(column.min())) if column.min() < low else low
+        high = max(high, float(column.max())) if column.max() > high else high
+        motion._seen[i] = (low, high)
+        if not motion._changed[i] and bool((diff[:, i] != 0).any()):
+            motion._changed[i] = True
+    travel = np.add.accumulate(np.vstack((np.asarray(motion._travel, dtype=float)[None, :], np.abs(diff))), axis=0)
+    motion._travel = travel[-1].tolist()
+    motion._moving_now = bool(moving[-1])
+    motion._moving_samples += int(moving.sum())
+    motion._last_speed = speed[-1].tolist()
+    motion._last = (int(t[-1]), q[-1].tolist())
+    motion.last_ns = int(t[-1])
+    _still(motion, t, q, prev_t, prev_q, seqs, advance)
+    return n
+
+
+def _periods(motion: JointMotion, steps: list[int]) -> tuple[list[int], np.ndarray]:
+    """The stamp steps JointMotion keeps for its typical period (median of 50, refreshed every 25), and the
+    period as it stood at each sample."""
+    kept = list(motion._periods)
+    current = motion._period
+    out = np.empty(len(steps), dtype=np.int64)
+    k = 0
+    while k < len(steps):
+        need = max(1, 50 - len(kept))
+        if k + need > len(steps):
+            kept.extend(steps[k:])
+            out[k:] = current
+            break
+        kept.extend(steps[k:k + need])
+        out[k:k + need - 1] = current
+        current = int(np.median(kept))
+        kept = kept[-25:]
+        out[k + need - 1] = current
+        k += need
+    return kept, out
+
+
+def _trajectory(motion: JointMotion, t: np.ndarray, q: np.ndarray) -> None:
+    """Trajectory.add for each sample: only the samples its stride keeps are touched."""
+    tr = motion.trajectory
+    k, n = 0, len(t)
+    while k < n:
+        skip = (-tr._seen) % tr._stride
+        if k + skip >= n:
+            tr._seen += n - k
+            return
+        k += skip
+        tr._seen += skip
+        tr.times.append(int(t[k]))
+        tr.rows.append(q[k].tolist())
+        if len(tr.times) >= tr.capacity:
+            tr.times, tr.rows = tr.times[::2], tr.rows[::2]
+            tr._stride *= 2
+        tr._seen += 1
+        k += 1
+
+
+def _still(motion: JointMotion, t: np.ndarray, q: np.ndarray, prev_t: np.ndarray, prev_q: np.ndarray,
+           seqs: np.ndarray, advance: Callable[[int], None]) -> None:
+    """The idle and stuck judgements JointMotion makes every few samples over the span since the last one."""
+    count, since = motion._since_still_check, motion._still_from
+    if since is None:
+        since = (int(prev_t[0]), prev_q[0].tolist())
+    first = max(0, STILL_EVERY - 1 - count)
+    points = range(first, len(t), STILL_EVERY)
+    lim = motion.limits
+    for k in points:
+        t0, q0 = since
+        row = q[k]
+        span = (int(t[k]) - t0) / 1e9
+        speed = (row - np.asarray(q0, dtype=float)) / span
+        same = row == np.asarray(q0, dtype=float)
+        if same.any():
+            advance(int(seqs[k]))
+            motion._check_still(int(t[k]), speed.tolist(), row.tolist(), list(q0), t0)
+        else:  # every joint changed: no stuck judgement, only whether the arm moved
+            motion._same_since = [None] * len(motion._same_since)
+            if bool((np.abs(speed) > lim.idle_speed).any()):
+                if motion._still_since is not None:
+                    motion._close_idle(int(t[k]))
+                motion._still_since = None
+            elif motion._still_since is None:
+                motion._still_since = t0
+        since = (int(t[k]), row.tolist())
+    done = len(points)
+    if done:
+        motion._still_from = since
+        motion._since_still_check = (len(t) - 1 - points[-1])
+    else:
+        motion._still_from = since
+        motion._since_still_check = count + len(t)
