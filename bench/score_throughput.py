@@ -2,9 +2,12 @@
 
 Time: simulated episodes with both cameras and the LiDAR at the demo's size (320x240) are written straight into
 bags (`write_sim_episode`, no ROS). For each, a raw read of every message (`BagReader.messages()`, nothing
-decoded) and `score_bag` (every check, one streaming pass) are timed, best of --repeats each. Target: scoring
-takes at most 2x the raw read. `score_bag(images=False)` splits the time into the read plus the cheap checks
-(timing, motion, wrench, on CDR bytes) and what the camera checks add (decoding every frame, the image checks).
+decoded) and `score_bag` (every check, every camera frame, one pass: the checks run on arrays of a chunk of
+messages, quality/batch_pass.py) are timed, best of --repeats each. Target (issue 28): scoring takes at most 1.3x
+the raw read. `score_bag(images=False)` splits the time into the read plus the cheap checks (timing, motion,
+wrench, on CDR bytes) and what the camera checks add (decoding every frame, the image checks, on a worker thread
+beside the read). `score_bag(batch=False)`, the checks fed one message at a time as a live monitor does, is timed
+too for comparison.
 
 Memory: the first episode alone (short) against a long bag made of the recorded episodes end to end (--segments
 of them, each shifted in time, header stamps inside the CDR bytes shifted too). Each is scored in a fresh
@@ -32,7 +35,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ROOT / 'config' / 'sim_cell.yaml'
-TARGET_RATIO = 2.0
+TARGET_RATIO = 1.3
 TARGET_GROWTH = 1.5
 JUNCTION_NS = 2_000_000  # from one segment's last message to the next one's first in the long bag
 _STAMP = struct.Struct('<iI')
@@ -180,23 +183,24 @@ def timing(bags: list[Path], profile_path: Path, repeats: int) -> str:
     score_bag(bags[0], profile)  # warm up: imports, typestore, first-call allocations
     print(f'\n== time: score_bag against a raw read of every message (best of {repeats}) ==')
     print(f'{"bag":12} {"messages":>8} {"MiB":>6} {"episode s":>9} {"raw read s":>10} {"score s":>8} '
-          f'{"no images s":>11} {"score/raw":>9} {"findings":>8}')
-    totals = dict.fromkeys(('raw', 'score', 'plain', 'episode', 'messages'), 0.0)
+          f'{"no images s":>11} {"streaming s":>11} {"score/raw":>9} {"findings":>8}')
+    totals = dict.fromkeys(('raw', 'score', 'plain', 'streaming', 'episode', 'messages'), 0.0)
     for bag in bags:
         messages, mib, duration = bag_facts(bag)
         raw = best_of(repeats, lambda b=bag: raw_read(b))
         scored = best_of(repeats, lambda b=bag: score_bag(b, profile))
         plain = best_of(repeats, lambda b=bag: score_bag(b, profile, images=False))
+        streaming = best_of(repeats, lambda b=bag: score_bag(b, profile, batch=False))
         findings = len(score_bag(bag, profile).report.findings)
         print(f'{bag.name:12} {messages:8d} {mib:6.1f} {duration:9.1f} {raw:10.3f} {scored:8.3f} {plain:11.3f} '
-              f'{scored / raw:9.2f} {findings:8d}')
-        for key, value in (('raw', raw), ('score', scored), ('plain', plain), ('episode', duration),
-                           ('messages', messages)):
+              f'{streaming:11.3f} {scored / raw:9.2f} {findings:8d}')
+        for key, value in (('raw', raw), ('score', scored), ('plain', plain), ('streaming', streaming),
+                           ('episode', duration), ('messages', messages)):
             totals[key] += value
     t = totals
     ratio = t['score'] / t['raw']
     print(f'{"total":12} {t["messages"]:8.0f} {"":6} {t["episode"]:9.1f} {t["raw"]:10.3f} {t["score"]:8.3f} '
-          f'{t["plain"]:11.3f} {ratio:9.2f}')
+          f'{t["plain"]:11.3f} {t["streaming"]:11.3f} {ratio:9.2f}')
     print('\nwhere the scoring time goes (all bags):')
     parts = (('raw read of every message (baseline)', t['raw']),
              ('timing, motion and wrench checks beyond the read (images=False minus the read)', t['plain'] - t['raw']),
@@ -207,7 +211,8 @@ def timing(bags: list[Path], profile_path: Path, repeats: int) -> str:
         print(f'  {name:92} {seconds:7.3f} s  {100 * seconds / t["score"]:5.0f}%  '
               f'{seconds / t["episode"] * 1e3:6.1f} ms per s of episode')
     print(f'score_bag runs at {t["episode"] / t["score"]:.1f}x real time; without the camera checks '
-          f'{t["episode"] / t["plain"]:.1f}x')
+          f'{t["episode"] / t["plain"]:.1f}x; fed one message at a time (batch=False, as live) '
+          f'{t["streaming"] / t["raw"]:.2f}x the raw read')
     return (f'score_bag / raw read {ratio:.2f} ({t["score"]:.3f} s / {t["raw"]:.3f} s; target <= {TARGET_RATIO:g}): '
             f'{"met" if ratio <= TARGET_RATIO else "NOT met"}')
 

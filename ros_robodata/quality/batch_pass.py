@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ros_robodata.bag.reader import BagMessage
 from ros_robodata.quality.batch_checks import feed_gripper, feed_sync, feed_timing, feed_wrench
 from ros_robodata.quality.batch_motion import MotionRun, feed_motion
 from ros_robodata.quality.episode import _CAMERA, _COMMAND, _JOINTS, _URDF, _WRENCH, UNREADABLE, EpisodeQuality
@@ -34,65 +35,89 @@ class _Held:
     seqs: list[int] = field(default_factory=list)
     receives: list[int] = field(default_factory=list)
     datas: list[bytes | memoryview] = field(default_factory=list)
-    decodes: list[Decode] = field(default_factory=list)
+    messages: list[BagMessage] = field(default_factory=list)
 
 
 class BatchQuality:
-    """Offline feeder of an EpisodeQuality: add() every message in the bag's order, then finish(), then ask the
-    EpisodeQuality for its report."""
+    """Offline feeder of an EpisodeQuality: add() every message of a bag in its order, then finish(), then ask
+    the EpisodeQuality for its report. `decode(message)` gives a message object where the fast readers cannot."""
 
-    def __init__(self, checks: EpisodeQuality) -> None:
+    def __init__(self, checks: EpisodeQuality, decode: Callable[[BagMessage], Any]) -> None:
         self.checks = checks
-        self._held: dict[str, _Held] = {}
+        self._decode = decode
+        self._chunk: list[BagMessage] = []
         self._frames: dict[str, list[tuple[int, int]]] = {}  # camera topic -> (seq, stamp) for the sync check
-        self._seq = 0
-        self._count = 0
+        roles = checks._roles
+        # The topics read on arrival (one lookup a message): camera frames go to the image worker at once, so
+        # decoding them overlaps the read; a URDF changes how every later joint sample is judged.
+        self._on_arrival = {topic: role for topic, role in roles.items() if role in (_CAMERA, _URDF)}
+        self._ids = {topic: i for i, topic in enumerate(checks.timing)}
+        self._seq = 0  # sequence number of the chunk's first message in the bag's order
 
-    def add(self, topic: str, receive_ns: int, data: bytes | memoryview, decode: Decode) -> None:
-        """One message (CDR bytes; `decode()` gives the message object where the fast readers cannot)."""
-        q = self.checks
-        if topic not in q.timing:
-            return
-        role = q._roles.get(topic)
-        if role == _URDF:  # joint limits change how every later joint sample is judged: in order, at once
-            self.flush()
-            q.add(topic, receive_ns, data, decode)
-            return
-        if q.first_ns is None:
-            q.first_ns = receive_ns
-        q.last_ns = receive_ns
-        seq = self._seq
-        self._seq += 1
-        held = self._held.get(topic)
-        if held is None:
-            held = self._held[topic] = _Held()
-        held.seqs.append(seq)
-        held.receives.append(receive_ns)
-        held.datas.append(data)
-        held.decodes.append(decode)
-        if role == _CAMERA:
-            stamp = header_stamp_ns(data) if q._stamped[topic] else None
-            at = stamp or receive_ns
-            q._frame(topic, at, decode, data)
-            if topic in q.sync:
-                self._frames.setdefault(topic, []).append((seq, at))
-        self._count += 1
-        if self._count >= CHUNK:
+    def add(self, message: BagMessage) -> None:
+        """One message of the bag, in the bag's order."""
+        chunk = self._chunk
+        role = self._on_arrival.get(message.topic)
+        if role is not None:
+            if role == _URDF:
+                self.flush()
+                self._first(message.t_ns)
+                self.checks.add(message.topic, message.t_ns, message.data, lambda m=message: self._decode(m))
+                return
+            self._camera(message, self._seq + len(chunk))
+        chunk.append(message)
+        if len(chunk) >= CHUNK:
             self.flush()
 
     def finish(self) -> None:
         """Run the checks on what is still held."""
         self.flush()
 
+    def _first(self, receive_ns: int) -> None:
+        q = self.checks
+        if q.first_ns is None:
+            q.first_ns = receive_ns
+        q.last_ns = receive_ns
+
+    def _camera(self, message: BagMessage, seq: int) -> None:
+        q = self.checks
+        topic, data = message.topic, message.data
+        stamp = header_stamp_ns(data) if q._stamped[topic] else None
+        at = stamp or message.t_ns
+        q._frame(topic, at, lambda m=message: self._decode(m), data)
+        if topic in q.sync:
+            self._frames.setdefault(topic, []).append((seq, at))
+
+    def _split(self) -> dict[str, _Held]:
+        """The chunk's messages of the profile's topics, by topic, with their sequence numbers."""
+        chunk, self._chunk = self._chunk, []
+        base = self._seq
+        self._seq += len(chunk)
+        ids = self._ids
+        which = np.array([ids.get(m.topic, -1) for m in chunk], dtype=np.int64)
+        known = np.flatnonzero(which >= 0)
+        if not len(known):
+            return {}
+        self._first(chunk[int(known[0])].t_ns)
+        self.checks.last_ns = chunk[int(known[-1])].t_ns
+        order = known[np.argsort(which[known], kind='stable')]
+        bounds = np.flatnonzero(np.diff(which[order])) + 1
+        held = {}
+        topics = list(ids)
+        for part in np.split(order, bounds):
+            picked = [chunk[i] for i in part.tolist()]
+            held[topics[int(which[part[0]])]] = _Held((part + base).tolist(), [m.t_ns for m in picked],
+                                                      [m.data for m in picked], picked)
+        return held
+
     def flush(self) -> None:
         q = self.checks
-        held, self._held = self._held, {}
+        held = self._split()
         frames, self._frames = self._frames, {}
-        self._count = 0
         refs: list[tuple[np.ndarray, np.ndarray]] = []
         runs: list[MotionRun] = []
         commands: list[MotionRun] = []
-        for topic, h in held.items():
+        for topic, h in sorted(held.items(), key=lambda item: item[1].seqs[0]):
             receives = np.array(h.receives, dtype=np.int64)
             stamps = stamps_of(h.datas) if q._stamped[topic] else np.zeros(len(receives), dtype=np.int64)
             positive = stamps[stamps > 0]
@@ -123,6 +148,9 @@ class BatchQuality:
                 at = np.array([a for _, a in got], dtype=np.int64)
                 seqs = np.array([s for s, _ in got], dtype=np.int64)
                 feed_sync(watch, ref_stamps, ref_seqs, at, seqs)
+
+    def _decoder(self, message: BagMessage) -> Decode:
+        return lambda: self._decode(message)
 
     def _unreadable(self, topic: str, err: BaseException) -> None:
         self.checks.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
@@ -157,7 +185,7 @@ class BatchQuality:
                     runs.append(MotionRun(seqs[begin:end], tuple(names), stamps[rows], positions[rows]))
             if k + 1 < len(bounds) - 1:  # the slow row after them, read one by one as EpisodeQuality.add does
                 i = bounds[k + 1]
-                data, decode = h.datas[i], h.decodes[i]
+                data, decode = h.datas[i], self._decoder(h.messages[i])
                 try:
                     reading = read_gripper(data, gripper.joint, decode) if gripper is not None else None
                     js = read_joints(data, decode) if joints else None
@@ -190,7 +218,7 @@ class BatchQuality:
             fast = keep.copy()
         for i in np.flatnonzero(~fast).tolist():
             try:
-                forces[i] = read_wrench(h.datas[i], h.decodes[i]).force
+                forces[i] = read_wrench(h.datas[i], self._decoder(h.messages[i])).force
                 keep[i] = True
             except UNREADABLE as err:
                 self._unreadable(topic, err)

@@ -63,16 +63,17 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
     (quality/batch_pass.py); False feeds them one message at a time, as a live monitor does (the same findings,
     slower)."""
     checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
-    feeder = BatchQuality(checks) if batch else None
-    add = feeder.add if feeder is not None else checks.add
     segmenter = Segmenter(profile, since_ns=segment_since_ns, priors=priors) \
         if segment and (profile.topics.gripper or profile.topics.wrench) else None
     with BagReader(path) as reader:
+        feeder = BatchQuality(checks, reader.decode) if batch else None
         for message in reader.messages():
-            decode = lambda m=message: reader.decode(m)  # noqa: E731 - one closure, two users
-            add(message.topic, message.t_ns, message.data, decode)
+            if feeder is not None:
+                feeder.add(message)
+            else:
+                checks.add(message.topic, message.t_ns, message.data, lambda m=message: reader.decode(m))
             if segmenter is not None and message.topic in segmenter.topics:
-                segmenter.add_cdr(message.topic, message.data, decode, message.t_ns)
+                segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
         if feeder is not None:
             feeder.finish()
         report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
