@@ -248,13 +248,12 @@ class EpisodeQuality:
                      ) -> None:
         try:
             try:
-                pixels = gray_from_image_cdr(data) if data is not None else None
-                if pixels is None:
-                    pixels = decode_image(decode())
+                gray = gray_from_image_cdr(data) if data is not None else None
+                pixels = decode_image(decode()) if gray is None else gray
             except UNREADABLE as err:
                 self.undecodable.setdefault(topic, f'{type(err).__name__}: {" ".join(str(err).split())}')
                 return
-            self.cameras[topic].add(stamp, pixels)
+            self.cameras[topic].add(stamp, pixels, handed_over=gray is not None)
         except Exception as err:
             self._image_error = self._image_error or err
         finally:

@@ -13,6 +13,7 @@ so a long blurred stretch does not lower the bar it is measured against.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass
 from statistics import median
@@ -116,9 +117,37 @@ def block_std(gray: np.ndarray, grid: int = GRID) -> np.ndarray:
     return np.sqrt(np.maximum(square - mean * mean, 0.0)).ravel()
 
 
-def _median(values: deque[float]) -> float:
-    # statistics.median on <= 150 floats beats numpy's per-call overhead several times over.
-    return float(median(values))
+class _History:
+    """The last HISTORY values and their median, kept sorted as they come and go: statistics.median's answer
+    without sorting 150 values for every frame (pure Python, it held the GIL the read needs beside it)."""
+
+    def __init__(self) -> None:
+        self._values: deque[float] = deque(maxlen=HISTORY)
+        self._sorted: list[float] = []
+        self._nan = 0
+
+    def append(self, value: float) -> None:
+        if len(self._values) == HISTORY:
+            old = self._values[0]
+            if old != old:
+                self._nan -= 1
+            else:
+                del self._sorted[bisect_left(self._sorted, old)]
+        self._values.append(value)
+        if value != value:
+            self._nan += 1
+        else:
+            insort(self._sorted, value)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def median(self) -> float:
+        if self._nan:  # NaN has no place in a sorted list: as statistics.median sees the values
+            return float(median(self._values))
+        ordered, n = self._sorted, len(self._sorted)
+        middle = n // 2
+        return float(ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2)
 
 
 class CameraWatch:
@@ -127,9 +156,9 @@ class CameraWatch:
     def __init__(self, topic: str, name: str, limits: ImageLimits = ImageLimits()) -> None:
         self.topic, self.name, self.limits = topic, name, limits
         self._ranges = {check: Ranges(join_ns=JOIN_NS) for check in CHECKS}
-        self._sharp_history: deque[float] = deque(maxlen=HISTORY)  # of good frames only
-        self._acutance_history: deque[float] = deque(maxlen=HISTORY)  # Laplacian / gradient energy, good frames
-        self._texture_history: deque[float] = deque(maxlen=HISTORY)  # median block std of good frames
+        self._sharp_history = _History()  # of good frames only
+        self._acutance_history = _History()  # Laplacian / gradient energy, good frames
+        self._texture_history = _History()  # median block std of good frames
         self._sharpness = array('f')  # every frame, for stats()
         self._brightness = array('f')
         self._previous: np.ndarray | None = None
@@ -151,22 +180,24 @@ class CameraWatch:
             return self.limits.blur_threshold
         if len(self._sharp_history) < WARMUP:
             return None
-        return self.limits.blur_ratio * _median(self._sharp_history)
+        return self.limits.blur_ratio * self._sharp_history.median()
 
     def _flat_limit(self) -> float | None:
         """Block gray std below which a block counts as flat; None until the camera's texture is known."""
         if len(self._texture_history) < WARMUP:
             return None
-        return min(FLAT_STD, FLAT_FRACTION * _median(self._texture_history))
+        return min(FLAT_STD, FLAT_FRACTION * self._texture_history.median())
 
-    def add(self, stamp_ns: int, image: np.ndarray) -> list[str]:
+    def add(self, stamp_ns: int, image: np.ndarray, *, handed_over: bool = False) -> list[str]:
         """One frame (HxW or HxWx3 RGB, uint8 or uint16); the checks that fired on it, for a live monitor.
+        `handed_over`: the frame is a full-size 2-D gray array the caller will not touch again (the offline
+        reader's own), kept as it is rather than copied.
 
         Exposure is judged first: a dark or overexposed frame has lost its texture to exposure, so it is not
         also reported as blurred or occluded. An occluded frame is not also reported as blurred.
         """
         lim = self.limits
-        full = full_gray(image)
+        full = image if handed_over and image.ndim == 2 and image.dtype == np.uint8 and image.size else full_gray(image)
         gray = shrink(full, lim.analysis_width)
         fired: list[str] = []
 
@@ -223,7 +254,7 @@ class CameraWatch:
 
         blur_limit = self.blur_limit() if exposure_ok and not occluded else None
         content_change = (lim.blur_threshold is None and len(self._acutance_history) >= WARMUP
-                          and acutance >= ACUTANCE_RATIO * _median(self._acutance_history))
+                          and acutance >= ACUTANCE_RATIO * self._acutance_history.median())
         if blur_limit is not None and sharpness < blur_limit and not content_change:
             blur = self._ranges[BLUR]
             if not blur or sharpness < blur.worst:
@@ -285,6 +316,6 @@ class CameraWatch:
             'brightness_min': float(bright.min()) if bright.size else nan,
             'brightness_max': float(bright.max()) if bright.size else nan,
             'blur_limit': nan if blur_limit is None else float(blur_limit),
-            'texture_median': _median(self._texture_history) if self._texture_history else nan,
+            'texture_median': self._texture_history.median() if self._texture_history else nan,
             'flat_limit': nan if flat_limit is None else float(flat_limit),
         }
