@@ -208,7 +208,8 @@ def _periods(motion: JointMotion, steps: list[int]) -> tuple[list[int], np.ndarr
 
 
 def _trajectory(motion: JointMotion, t: np.ndarray, q: np.ndarray) -> None:
-    """Trajectory.add for each sample: only the samples its stride keeps are touched."""
+    """Trajectory.add for each sample: the samples its stride keeps are appended a slice at a time, up to where it
+    fills and halves."""
     tr = motion.trajectory
     k, n = 0, len(t)
     while k < n:
@@ -216,15 +217,20 @@ def _trajectory(motion: JointMotion, t: np.ndarray, q: np.ndarray) -> None:
         if k + skip >= n:
             tr._seen += n - k
             return
-        k += skip
-        tr._seen += skip
-        tr.times.append(int(t[k]))
-        tr.rows.append(q[k].tolist())
+        first = k + skip
+        room = tr.capacity - len(tr.times)  # appends until it is full
+        picked = range(first, n, tr._stride)[:room]
+        tr.times.extend(t[picked.start:picked.stop:picked.step].tolist())
+        tr.rows.extend(q[picked.start:picked.stop:picked.step].tolist())
+        last = picked[-1]
+        tr._seen += last + 1 - k
+        k = last + 1
         if len(tr.times) >= tr.capacity:
             tr.times, tr.rows = tr.times[::2], tr.rows[::2]
             tr._stride *= 2
-        tr._seen += 1
-        k += 1
+        elif k < n:  # the rest of the run falls between kept samples
+            tr._seen += n - k
+            return
 
 
 def _still(motion: JointMotion, t: np.ndarray, q: np.ndarray, prev_t: np.ndarray, prev_q: np.ndarray,
@@ -233,31 +239,29 @@ def _still(motion: JointMotion, t: np.ndarray, q: np.ndarray, prev_t: np.ndarray
     count, since = motion._since_still_check, motion._still_from
     if since is None:
         since = (int(prev_t[0]), prev_q[0].tolist())
-    first = max(0, STILL_EVERY - 1 - count)
-    points = range(first, len(t), STILL_EVERY)
-    lim = motion.limits
-    for k in points:
-        t0, q0 = since
-        row = q[k]
-        span = (int(t[k]) - t0) / 1e9
-        speed = (row - np.asarray(q0, dtype=float)) / span
-        same = row == np.asarray(q0, dtype=float)
-        if same.any():
-            advance(int(seqs[k]))
-            motion._check_still(int(t[k]), speed.tolist(), row.tolist(), list(q0), t0)
-        else:  # every joint changed: no stuck judgement, only whether the arm moved
-            motion._same_since = [None] * len(motion._same_since)
-            if bool((np.abs(speed) > lim.idle_speed).any()):
-                if motion._still_since is not None:
-                    motion._close_idle(int(t[k]))
-                motion._still_since = None
-            elif motion._still_since is None:
-                motion._still_since = t0
-        since = (int(t[k]), row.tolist())
-    done = len(points)
-    if done:
-        motion._still_from = since
-        motion._since_still_check = (len(t) - 1 - points[-1])
-    else:
-        motion._still_from = since
-        motion._since_still_check = count + len(t)
+    points = np.arange(max(0, STILL_EVERY - 1 - count), len(t), STILL_EVERY)
+    if not len(points):
+        motion._still_from, motion._since_still_check = since, count + len(t)
+        return
+    at_t, at_q = t[points], q[points]
+    from_t = np.concatenate(([since[0]], at_t[:-1]))
+    from_q = np.vstack((np.asarray(since[1], dtype=float)[None, :], at_q[:-1]))
+    speed = (at_q - from_q) / ((at_t - from_t) / 1e9)[:, None]
+    same = (at_q == from_q).any(axis=1).tolist()
+    moving = (np.abs(speed) > motion.limits.idle_speed).any(axis=1).tolist()
+    stamps, starts = at_t.tolist(), from_t.tolist()
+    for k in range(len(points)):
+        t0 = starts[k]
+        if same[k]:  # a joint held its value: the streaming judgement, stuck spans and all
+            advance(int(seqs[points[k]]))
+            motion._check_still(stamps[k], speed[k].tolist(), at_q[k].tolist(), from_q[k].tolist(), t0)
+            continue
+        motion._same_since = [None] * len(motion._same_since)  # every joint changed: only idle is judged
+        if moving[k]:
+            if motion._still_since is not None:
+                motion._close_idle(stamps[k])
+            motion._still_since = None
+        elif motion._still_since is None:
+            motion._still_since = t0
+    motion._still_from = (stamps[-1], at_q[-1].tolist())
+    motion._since_still_check = len(t) - 1 - int(points[-1])
