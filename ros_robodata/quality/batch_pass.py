@@ -25,6 +25,7 @@ from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints, rea
 from ros_robodata.signals.cdr_batch import joint_states_of, stamps_of, wrenches_of
 
 Decode = Callable[[], Any]
+_HEADER = 16  # bytes of a message that hold its header stamp (signals/cdr.py)
 CHUNK = 4096  # messages held before the checks run on them (memory stays bounded whatever the bag's length)
 
 
@@ -51,6 +52,10 @@ class BatchQuality:
         # The topics read on arrival (one lookup a message): camera frames go to the image worker at once, so
         # decoding them overlaps the read; a URDF changes how every later joint sample is judged.
         self._on_arrival = {topic: role for topic, role in roles.items() if role in (_CAMERA, _URDF)}
+        # Topics whose bytes no check reads (cameras, once their frame is queued; LiDAR, events): only their
+        # header is held for the timing checks, so a chunk never holds seconds of images.
+        self._header_only = {topic for topic in checks.timing
+                             if roles.get(topic) in (None, _CAMERA) and topic != checks._gripper_topic}
         self._ids = {topic: i for i, topic in enumerate(checks.timing)}
         self._seq = 0  # sequence number of the chunk's first message in the bag's order
 
@@ -65,6 +70,8 @@ class BatchQuality:
                 self.checks.add(message.topic, message.t_ns, message.data, lambda m=message: self._decode(m))
                 return
             self._camera(message, self._seq + len(chunk))
+        if message.topic in self._header_only:
+            message = BagMessage(message.topic, message.msgtype, message.t_ns, bytes(message.data[:_HEADER]))
         chunk.append(message)
         if len(chunk) >= CHUNK:
             self.flush()
