@@ -173,6 +173,8 @@ def feed_wrench(watch: WrenchWatch, stamps: np.ndarray, forces: np.ndarray) -> N
         stamps, forces, sizes = stamps[finite], forces[finite], sizes[finite]
     n = len(sizes)
     noise = watch._noise
+    # Each sample's change from the one before (spike or not): what the spike limit is held against.
+    rise = np.abs(np.diff(np.concatenate(([np.nan if watch._last is None else watch._last], sizes))))
     pos = 0
     while pos < n:
         room = noise._every - noise._since
@@ -181,9 +183,8 @@ def feed_wrench(watch: WrenchWatch, stamps: np.ndarray, forces: np.ndarray) -> N
             pos += 1
             continue
         limit = max(MIN_SPIKE_N, SPIKE_SIGMAS * noise.sigma)
-        run = sizes[pos:pos + room]
-        change = np.diff(np.concatenate(([watch._last], run)))
-        spikes = np.flatnonzero(np.abs(change) > limit)
+        run = rise[pos:pos + room]
+        spikes = np.flatnonzero(run > limit)
         end = pos + (int(spikes[0]) if len(spikes) else len(run))
         if end > pos:
             quiet = sizes[pos:end]
