@@ -149,9 +149,10 @@ URDF = ('<robot name="r"><joint name="a" type="revolute"><limit lower="-1" upper
         '<joint name="b" type="revolute"><limit lower="-2" upper="2"/></joint></robot>')
 
 
-def _leader_bag(path: Path) -> None:
+def _leader_bag(path: Path, still: tuple[float, float] | None = None) -> None:
     """12 s of a 3-joint arm following its leader: joint c's encoder dies from 4 to 8 s while its command moves,
-    joint a passes its URDF limit at 9 s, a NaN sample at 10 s, a wrench that spikes; names change order once."""
+    joint a passes its URDF limit at 9 s, a NaN sample at 10 s, a wrench that spikes; names change order once.
+    `still`: instead, the whole arm (and its leader) stands still over that span (s), longer than a chunk."""
     store = typestore()
     types = store.types
     Header, Time = types['std_msgs/msg/Header'], types['builtin_interfaces/msg/Time']
@@ -170,15 +171,17 @@ def _leader_bag(path: Path) -> None:
     for k in range(2400):  # 200 Hz
         t = k / 200
         stamp = START + k * 5_000_000
+        if still is not None:
+            t = min(max(t, still[0]), t - (still[1] - still[0])) if t >= still[1] else min(t, still[0])
         q = pose(t)
-        if 4.0 <= t < 8.0:
+        if still is None and 4.0 <= t < 8.0:
             q[2] = pose(4.0)[2]  # dead encoder: the same value while the leader moves it
-        if 9.0 <= t < 9.2:
+        if still is None and 9.0 <= t < 9.2:
             q[0] = 1.3
-        if k == 2000:
+        if still is None and k == 2000:
             q[1] = float('nan')
         names = ['a', 'b', 'c']
-        if t >= 11.0:  # the driver changed its order
+        if still is None and t >= 11.0:  # the driver changed its order
             names, q = ['c', 'a', 'b'], [q[2], q[0], q[1]]
         messages.append((stamp + 1_000_000, '/joint_states', 'sensor_msgs/msg/JointState',
                          JointState(header(stamp), names, np.array(q), np.zeros(0), np.zeros(0))))
@@ -209,3 +212,13 @@ def test_a_leader_arm_bag_with_a_dead_encoder_limits_and_a_new_joint_order(tmp_p
     _assert_same(streamed, batched)
     found = {f.check for f in streamed.findings}
     assert {'motion.stuck_joint', 'motion.joint_limit', 'motion.nan', 'contact.force_spike'} <= found
+
+
+def test_an_arm_standing_still_for_longer_than_a_chunk(tmp_path: Path) -> None:
+    (tmp_path / 'leader.yaml').write_text(LEADER_PROFILE)
+    profile = load_profile(tmp_path / 'leader.yaml')
+    bag = tmp_path / 'still'
+    _leader_bag(bag, still=(1.5, 11.0))
+    streamed = score_bag(bag, profile, batch=False).report
+    _assert_same(streamed, score_bag(bag, profile).report)
+    assert 'motion.idle' in {f.check for f in streamed.findings}

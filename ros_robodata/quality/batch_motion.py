@@ -105,6 +105,13 @@ def _refreshed(kept: list[float], values: list[float], refresh: Callable[[list[f
     return kept, out
 
 
+def _as_of(slot: np.ndarray, values: np.ndarray, before: float) -> np.ndarray:
+    """Per sample, the statistic after the last active sample up to it (`slot`, -1: none yet: `before`)."""
+    if not len(values):
+        return np.full(len(slot), before)
+    return np.where(slot >= 0, values[np.maximum(slot, 0)], before)
+
+
 def _median(values: list[float]) -> float:
     """np.median's value (the middle one, or the mean of the two middle ones) of a short list of finite numbers,
     without numpy's per-call cost: the same arithmetic, (a + b) / 2 in float64."""
@@ -148,8 +155,8 @@ def _settled_run(motion: JointMotion, t: np.ndarray, q: np.ndarray, seqs: np.nda
                                               motion._typical_change)
     speeds_kept, peak_active = _refreshed(list(motion._speeds), fastest[where].tolist(), _p95, motion._peak_speed)
     slot = np.searchsorted(where, np.arange(n), side='right') - 1  # the last active sample at or before each
-    typical = np.where(slot >= 0, typical_active[np.maximum(slot, 0)], motion._typical_change)
-    peak = np.where(slot >= 0, peak_active[np.maximum(slot, 0)], motion._peak_speed)
+    typical = _as_of(slot, typical_active, motion._typical_change)
+    peak = _as_of(slot, peak_active, motion._peak_speed)
     unknown = np.flatnonzero(typical <= 0)
     if len(unknown):  # the typical change fell to nothing: the streaming check's early judgement takes over
         cut = int(unknown[0])
