@@ -57,9 +57,9 @@ def _after_header(data: bytes | memoryview) -> int:
     return 16 + length
 
 
-def _rows(datas: Sequence[bytes | memoryview], fixed_end: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The messages as an n x length array and which rows share the first one's length and its bytes outside
-    the stamp (bytes 4..12) up to `fixed_end`; None when the first message cannot be a template."""
+def _rows(datas: Sequence[bytes | memoryview], fixed_end: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (bytes side by side) of the messages that share the first one's length and its bytes outside
+    the stamp (bytes 4..12) up to `fixed_end`, and which messages those are."""
     first = datas[0]
     size = len(first)
     same = np.fromiter((len(d) == size for d in datas), dtype=bool, count=len(datas))
@@ -104,10 +104,7 @@ def joint_states_of(datas: Sequence[bytes | memoryview]
         return None
     if start + 8 * n > len(first):
         return None
-    picked = _rows(datas, start)
-    if picked is None:
-        return None
-    rows, which = picked
+    rows, which = _rows(datas, start)
     positions = rows[:, start:start + 8 * n].copy().view('<f8')
     return names, _stamps(rows), positions, which
 
@@ -125,8 +122,5 @@ def wrenches_of(datas: Sequence[bytes | memoryview]) -> tuple[np.ndarray, np.nda
         return None
     if start + 48 > len(first):
         return None
-    picked = _rows(datas, start)
-    if picked is None:
-        return None
-    rows, which = picked
+    rows, which = _rows(datas, start)
     return _stamps(rows), rows[:, start:start + 24].copy().view('<f8'), which
