@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,14 +85,14 @@ def _first_irregular(motion: JointMotion, t: np.ndarray, q: np.ndarray) -> int:
     return int(hits[0]) if len(hits) else len(t)
 
 
-def _refreshed(kept: list[float], values: list[float], refresh: Callable[[list[float]], float], current: float
-               ) -> tuple[list[float], np.ndarray]:
-    """A running statistic JointMotion refreshes every so many samples (at 200 kept, then keeping the last 100):
-    the kept list after `values`, and the statistic after each value."""
-    out = np.empty(len(values))
+def _refreshed(kept: list[Any], values: list[Any], refresh: Callable[[list[Any]], Any], current: Any, *,
+               full: int = 200, keep: int = 100, dtype: Any = float) -> tuple[list[Any], np.ndarray]:
+    """A running statistic JointMotion refreshes every so many samples (at `full` kept, then keeping the last
+    `keep`): the kept list after `values`, and the statistic after each value."""
+    out = np.empty(len(values), dtype=dtype)
     k = 0
     while k < len(values):
-        need = max(1, 200 - len(kept))
+        need = max(1, full - len(kept))
         if k + need > len(values):
             kept.extend(values[k:])
             out[k:] = current
@@ -99,7 +100,7 @@ def _refreshed(kept: list[float], values: list[float], refresh: Callable[[list[f
         kept.extend(values[k:k + need])
         out[k:k + need - 1] = current
         current = refresh(kept)
-        kept = kept[-100:]
+        kept = kept[-keep:]
         out[k + need - 1] = current
         k += need
     return kept, out
@@ -199,23 +200,8 @@ def _settled_run(motion: JointMotion, t: np.ndarray, q: np.ndarray, seqs: np.nda
 def _periods(motion: JointMotion, steps: list[int]) -> tuple[list[int], np.ndarray]:
     """The stamp steps JointMotion keeps for its typical period (median of 50, refreshed every 25), and the
     period as it stood at each sample."""
-    kept = list(motion._periods)
-    current = motion._period
-    out = np.empty(len(steps), dtype=np.int64)
-    k = 0
-    while k < len(steps):
-        need = max(1, 50 - len(kept))
-        if k + need > len(steps):
-            kept.extend(steps[k:])
-            out[k:] = current
-            break
-        kept.extend(steps[k:k + need])
-        out[k:k + need - 1] = current
-        current = int(_median(kept))
-        kept = kept[-25:]
-        out[k + need - 1] = current
-        k += need
-    return kept, out
+    return _refreshed(list(motion._periods), steps, lambda kept: int(_median(kept)), motion._period,
+                      full=50, keep=25, dtype=np.int64)
 
 
 def _trajectory(motion: JointMotion, t: np.ndarray, q: np.ndarray) -> None:

@@ -183,17 +183,17 @@ class EpisodeRecorder:
 
     def start(self, task: str = '', operator: str = '', mode: str = '') -> Episode:
         """Start an episode and wait until its pre-roll is written; returns it."""
-        return self._call(self._start, self._begin(), task, operator, mode, self._clock_ns())
+        return self._call(self._start, self._intent.begin(), task, operator, mode, self._clock_ns())
 
     def stop(self, status: str = 'complete') -> Episode:
         """Stop the running episode and wait until its bag is closed and checksummed."""
-        return self._call(self._stop, status, self._clock_ns(), '', self._end())
+        return self._call(self._stop, status, self._clock_ns(), '', self._intent.end())
 
     def discard(self) -> Episode:
-        return self._call(self._discard, self._clock_ns(), self._end(discard=True))
+        return self._call(self._discard, self._clock_ns(), self._intent.end(discard=True))
 
     def set_outcome(self, outcome: str, notes: str = '') -> Episode:
-        return self._call(self._set_outcome, outcome, notes, self._clock_ns(), self._target())
+        return self._call(self._set_outcome, outcome, notes, self._clock_ns(), self._intent.target())
 
     # The same commands without waiting for the writer: for a ROS service callback, which runs on
     # the thread that takes messages from DDS and must not stop taking them while a bag is closed.
@@ -201,24 +201,24 @@ class EpisodeRecorder:
     # through on_transition (and on_warning if the writer then fails).
 
     def request_start(self, task: str = '', operator: str = '', mode: str = '') -> str:
-        episode_id = self._begin()
+        episode_id = self._intent.begin()
         self._send(self._start, episode_id, task, operator, mode, self._clock_ns())
         return episode_id
 
     def request_stop(self, status: str = 'complete') -> str:
-        episode_id = self._end()
+        episode_id = self._intent.end()
         self._send(self._stop, status, self._clock_ns(), '', episode_id)
         return episode_id
 
     def request_discard(self) -> str:
-        episode_id = self._end(discard=True)
+        episode_id = self._intent.end(discard=True)
         self._send(self._discard, self._clock_ns(), episode_id)
         return episode_id
 
     def request_outcome(self, outcome: str, notes: str = '') -> str:
         if outcome not in OUTCOMES:
             raise RecorderError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
-        episode_id = self._target()
+        episode_id = self._intent.target()
         self._send(self._set_outcome, outcome, notes, self._clock_ns(), episode_id)
         return episode_id
 
@@ -238,15 +238,6 @@ class EpisodeRecorder:
             self._send(self._set_outcome, *args, self._clock_ns(), episode_id)
         else:
             raise RecorderError(f'unknown recorder command {name!r}')
-
-    def _begin(self) -> str:
-        return self._intent.begin()
-
-    def _end(self, discard: bool = False) -> str:
-        return self._intent.end(discard)
-
-    def _target(self) -> str:
-        return self._intent.target()
 
     def _ended_by_writer(self, episode_id: str) -> None:
         """The writer closed an episode on its own (max duration, storage error, failed start)."""

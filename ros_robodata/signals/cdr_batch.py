@@ -78,14 +78,21 @@ def _stamps(rows: np.ndarray) -> np.ndarray:
     return sec * 1_000_000_000 + nsec
 
 
+def _first_little_endian(datas: Sequence[bytes | memoryview]) -> memoryview | None:
+    """The first message, when there is one and it is little-endian CDR long enough for a header (the layout the
+    batch readers take from it); None sends the caller to the per-message readers."""
+    if not datas:
+        return None
+    first = memoryview(datas[0])
+    return first if len(first) >= 20 and bytes(first[:2]) in _LE else None
+
+
 def joint_states_of(datas: Sequence[bytes | memoryview]
                     ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
     """(names, stamps, positions n x joints, which messages those rows are) for the messages that share the
     first one's layout; None when the first one is not a plain little-endian JointState."""
-    if not datas:
-        return None
-    first = memoryview(datas[0])
-    if len(first) < 20 or bytes(first[:2]) not in _LE:
+    first = _first_little_endian(datas)
+    if first is None:
         return None
     try:
         offset = _align(_after_header(first), 4)
@@ -111,10 +118,8 @@ def joint_states_of(datas: Sequence[bytes | memoryview]
 
 def wrenches_of(datas: Sequence[bytes | memoryview]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(stamps, forces n x 3, which messages) of the WrenchStamped messages sharing the first one's layout."""
-    if not datas:
-        return None
-    first = memoryview(datas[0])
-    if len(first) < 20 or bytes(first[:2]) not in _LE:
+    first = _first_little_endian(datas)
+    if first is None:
         return None
     try:
         start = _align(_after_header(first), 8)
