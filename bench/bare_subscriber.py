@@ -3,6 +3,8 @@ as the recorder. Subscribes to the profile's topics; on SIGINT prints one JSON l
 
     bare_subscriber.py PROFILE [reliable|best_effort] [DUMP.npz]
 
+The second argument is the reliability of topics whose profile entry says `qos: auto`.
+
 With DUMP, every stamped message's topic, receive time and latency (ns) are saved there too (record_throughput's
 boundary phase compares the latency around episode boundaries with mid-episode)."""
 
@@ -37,12 +39,16 @@ def main() -> int:
         if msgclass is None:
             continue
         counts[spec.topic] = 0
-        qos = QoSProfile(depth=max(100, int(5 * (spec.rate_hz or 0))), reliability=reliability,
+        # A topic whose profile names its QoS gets it (a rig with mixed drivers), as the recorder does.
+        own = {'reliable': ReliabilityPolicy.RELIABLE, 'best_effort': ReliabilityPolicy.BEST_EFFORT}.get(spec.qos)
+        qos = QoSProfile(depth=max(100, int(5 * (spec.rate_hz or 0))), reliability=own or reliability,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL if spec.latched else DurabilityPolicy.VOLATILE)
 
-        def count(data: bytes, topic: str = spec.topic) -> None:
+        stamped = 'header' in msgclass.get_fields_and_field_types()  # a /robot_description string has no stamp
+
+        def count(data: bytes, topic: str = spec.topic, stamped: bool = stamped) -> None:
             counts[topic] += 1
-            stamp = header_stamp_ns(data)
+            stamp = header_stamp_ns(data) if stamped else None
             if stamp:
                 now = time.time_ns()
                 latencies.setdefault(topic, []).append(now - stamp)

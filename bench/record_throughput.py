@@ -11,6 +11,8 @@ Phases (each with a fresh publisher process; the recorder and the bare subscribe
   boundaries the rig load while `robodata record` stops and starts an episode every --episode-s, a bare
              subscriber in its own process beside it: its latency in the second around each boundary against
              mid-episode (target: p99 within 20 ms); session-boundaries the same with `robodata session`.
+With --load NAME every phase publishes another rig's load instead of the bench's own: bench/rigs/NAME_load.py,
+recorded with bench/rigs/NAME.yaml (a load written blind from bench/rigs/NAME.md, one process per driver).
 For each phase: the recorder, then a bare raw=True subscriber that only counts (the ceiling for Python). Prints
 per-topic published vs recorded vs bare counts and their ratio, loss of small messages and of camera/LiDAR
 frames, CPU and peak memory of both. Targets (issues 3 and 15): recorder/bare >= 0.99 per topic at rig load,
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
+import yaml
 from rclpy.executors import SingleThreadedExecutor
 from std_srvs.srv import Trigger
 
@@ -48,6 +52,8 @@ from ros_robodata.srv import StartEpisode
 
 HERE = Path(__file__).resolve().parent
 PROFILE = HERE / 'rig_profile.yaml'
+RECORDER_EXECUTOR = 'events'  # --executor: the recorder's rclpy executor (the bare subscriber keeps events)
+LOAD_SCRIPT: Path | None = None  # --load: another rig's load script (bench/rigs/NAME_load.py) instead of rig_load.py
 PHOTOS = HERE.parent / 'test' / 'data' / 'photos'
 TICK = os.sysconf('SC_CLK_TCK')
 
@@ -56,8 +62,11 @@ DDS_PROFILE: str | None = None  # a Fast DDS XML profile for the receiving side 
 PUBLISHER_DDS_PROFILE: str | None = None  # and one for the rig's publisher (a driver's own participant)
 
 
-def env_for(domain: int, receiver: bool = False) -> dict[str, str]:
+def env_for(domain: int, receiver: bool = False, recorder: bool = False) -> dict[str, str]:
     env = {**os.environ, 'ROS_DOMAIN_ID': str(domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+    env.pop('ROBODATA_EXECUTOR', None)
+    if recorder:
+        env['ROBODATA_EXECUTOR'] = RECORDER_EXECUTOR
     profile = DDS_PROFILE if receiver else PUBLISHER_DDS_PROFILE
     if profile:
         env['FASTRTPS_DEFAULT_PROFILES_FILE'] = env['FASTDDS_DEFAULT_PROFILES_FILE'] = profile
@@ -126,9 +135,12 @@ class ServiceClient:
 
 
 def publish_load(domain: int, seconds: float, load: list[str]) -> dict[str, int]:
-    photos = ['--photos', str(PHOTOS)] if PHOTOS.is_dir() else []
-    done = subprocess.run([sys.executable, str(HERE / 'rig_load.py'), '--seconds', str(seconds), *photos, *load],
-                          env=env_for(domain), capture_output=True, text=True, timeout=seconds + 120)
+    if LOAD_SCRIPT is None:
+        photos = ['--photos', str(PHOTOS)] if PHOTOS.is_dir() else []
+        command = [sys.executable, str(HERE / 'rig_load.py'), '--seconds', str(seconds), *photos, *load]
+    else:  # a blind rig load takes only its own options; its drivers' QoS and rates are its own
+        command = [sys.executable, str(LOAD_SCRIPT), '--seconds', str(seconds)]
+    done = subprocess.run(command, env=env_for(domain), capture_output=True, text=True, timeout=seconds + 300)
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -141,7 +153,8 @@ def run_recorder(seconds: float, load: list[str], workdir: Path, command: str = 
     dataset = workdir / f'ds_{domain}'
     log = open(workdir / f'recorder_{domain}.log', 'w')  # noqa: SIM115 - closed below; a pipe nobody reads would block it
     proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', command, '--profile', str(PROFILE),
-                             '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain, receiver=True),
+                             '--dataset', str(dataset), '--task', 'bench'],
+                            env=env_for(domain, receiver=True, recorder=True),
                             stdout=log, stderr=subprocess.STDOUT)
     client = ServiceClient(domain)
     try:
@@ -161,13 +174,18 @@ def run_recorder(seconds: float, load: list[str], workdir: Path, command: str = 
         proc.send_signal(signal.SIGINT)
         proc.wait(120)
         log.close()
+    # What the recorder told its user about lost frames (issue 28: the DDS profile named only where it is the cause).
+    advice = [line.split(']: ', 1)[-1] for line in (workdir / f'recorder_{domain}.log').read_text().splitlines()
+              if 'is losing messages' in line]
     ds = Dataset.open(dataset)
     with BagReader(ds.bag_dir(episode_id)) as bag:
         recorded = {name: info.count for name, info in bag.topics.items()}
     episode = ds.episode(episode_id)
+    bag_mb = sum(p.stat().st_size for p in ds.bag_files(episode_id)) / 2**20
+    shutil.rmtree(dataset)  # a 1080p load writes gigabytes a run; trials must not fill the disk
     return {'published': published, 'received': recorded, 'cpu_pct': 100 * cpu / wall, 'peak_rss_mb': rss,
-            'loss': episode.loss, 'stop_s': stop_s, 'publisher_late_ms': publish_load.max_late_ms,  # type: ignore[attr-defined]
-            'bag_mb': sum(p.stat().st_size for p in ds.bag_files(episode_id)) / 2**20}
+            'loss': episode.loss, 'stop_s': stop_s, 'advice': advice, 'publisher_late_ms': publish_load.max_late_ms,  # type: ignore[attr-defined]
+            'bag_mb': bag_mb}
 
 
 def run_bare(seconds: float, load: list[str]) -> dict:
@@ -199,7 +217,8 @@ def run_boundaries(seconds: float, load: list[str], workdir: Path, command: str,
     dataset, dump = workdir / f'ds_{domain}', workdir / f'bare_{domain}.npz'
     log = open(workdir / f'recorder_{domain}.log', 'w')  # noqa: SIM115 - closed below
     proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', command, '--profile', str(PROFILE),
-                             '--dataset', str(dataset), '--task', 'bench'], env=env_for(domain, receiver=True),
+                             '--dataset', str(dataset), '--task', 'bench'],
+                            env=env_for(domain, receiver=True, recorder=True),
                             stdout=log, stderr=subprocess.STDOUT)
     bare = subprocess.Popen([sys.executable, str(HERE / 'bare_subscriber.py'), str(PROFILE),
                              'best_effort' if '--best-effort' in load else 'reliable', str(dump)],
@@ -231,6 +250,7 @@ def run_boundaries(seconds: float, load: list[str], workdir: Path, command: str,
         proc.wait(120)
         bare.communicate(timeout=60)
         log.close()
+    shutil.rmtree(dataset, ignore_errors=True)
     data = np.load(dump)
     topics = sorted({key.split('|')[0] for key in data.files})
     return {'boundaries': boundaries, 'received': {t: data[f'{t}|received'] for t in topics},
@@ -299,6 +319,7 @@ def pooled(runs: list[dict]) -> dict:
                 worst['latency_ms_max'] = max(worst['latency_ms_max'], t.get('latency_ms_max') or 0.0)
         out['loss'] = loss
         out['stop_s'] = max(r['stop_s'] for r in runs)
+        out['advice'] = [line for r in runs for line in r['advice']]
         out['bag_mb'] = sum(r['bag_mb'] for r in runs) / len(runs)
     else:
         out['latency_ms_max'] = {}
@@ -343,6 +364,10 @@ def report(name: str, rec: dict, bare: dict) -> dict:
     worst = max((t['latency_ms_max'] or 0.0, topic) for topic, t in loss['topics'].items())
     print(f'recorder receive latency (header stamp to callback): worst {worst[0]:.0f} ms on {worst[1]}; '
           f'the publisher itself ran up to {rec["publisher_late_ms"]:.0f} ms behind its schedule')
+    for line in dict.fromkeys(rec['advice']):
+        print(f'recorder said: {line}')
+    if not rec['advice']:
+        print('recorder said nothing about lost frames')
     print(f'bare subscriber: CPU {bare["cpu_pct"]:.0f}% of one core, peak RSS {bare["peak_rss_mb"]:.0f} MiB')
     bare_worst = max((ms, topic) for topic, ms in bare['latency_ms_max'].items() if topic in rec['published'])
     print(f'bare subscriber receive latency: worst {bare_worst[0]:.0f} ms on {bare_worst[1]} '
@@ -376,8 +401,22 @@ def main() -> int:
                         help='boundaries phases: the length of each episode (stop and start back to back)')
     parser.add_argument('--compression', choices=('profile', 'zstd', 'none'), default='profile',
                         help="the recorder's chunk compression (profile: bench/rig_profile.yaml's, zstd)")
+    parser.add_argument('--load', metavar='NAME',
+                        help='publish bench/rigs/NAME_load.py (a rig load written blind from bench/rigs/NAME.md) and '
+                             'record it with bench/rigs/NAME.yaml instead of the bench\'s own load and profile')
+    parser.add_argument('--executor', choices=('events', 'single', 'multi'), default='events',
+                        help="the recorder's rclpy executor (ROBODATA_EXECUTOR); the bare subscriber keeps events")
     args = parser.parse_args()
-    global DDS_PROFILE, PUBLISHER_DDS_PROFILE, PROFILE
+    global DDS_PROFILE, PUBLISHER_DDS_PROFILE, PROFILE, LOAD_SCRIPT, RECORDER_EXECUTOR
+    RECORDER_EXECUTOR = args.executor
+    if args.load:
+        LOAD_SCRIPT, PROFILE = HERE / 'rigs' / f'{args.load}_load.py', HERE / 'rigs' / f'{args.load}.yaml'
+        for path in (LOAD_SCRIPT, PROFILE):
+            if not path.is_file():
+                parser.error(f'--load {args.load}: {path} does not exist')
+        if 'saturating' in args.phases.split(','):
+            parser.error('--load: the saturating phase pushes the bench\'s own load; leave it out')
+        print(f'load: {LOAD_SCRIPT.relative_to(HERE)} recorded with {PROFILE.relative_to(HERE)}', flush=True)
     DDS_PROFILE = str(Path(args.dds_profile).resolve()) if args.dds_profile else None
     PUBLISHER_DDS_PROFILE = str(Path(args.publisher_dds_profile).resolve()) if args.publisher_dds_profile else None
     rig = ['--cameras', '3']
@@ -386,7 +425,8 @@ def main() -> int:
     elif args.publisher_depth:
         rig += ['--depth', str(args.publisher_depth)]
     depth = args.publisher_depth or (5 if args.publisher_qos == 'sensor' else '2 s of history')
-    print(f'publishers: {args.publisher_qos}, depth {depth}'
+    publishers = 'QoS as the load gives them' if args.load else f'{args.publisher_qos}, depth {depth}'
+    print(f'recorder executor: {args.executor}; publishers: {publishers}'
           f'{f"; {args.busy_core} core(s) kept busy by other processes" if args.busy_core else ""}', flush=True)
     # A busy loop that ends with this script, however it ends (an orphan would skew every later run).
     spin = 'import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass'
@@ -397,7 +437,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix='robodata_bench_') as tmp:
         if args.compression != 'profile':  # the same rig profile with another recording.compression
             changed = Path(tmp) / 'rig_profile.yaml'
-            changed.write_text(PROFILE.read_text().replace('compression: zstd', f'compression: {args.compression}'))
+            data = yaml.safe_load(PROFILE.read_text())
+            data.setdefault('recording', {})['compression'] = args.compression
+            changed.write_text(yaml.safe_dump(data, sort_keys=False))
             PROFILE = changed
         results = {}
         boundaries = {}

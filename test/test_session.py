@@ -75,3 +75,34 @@ def test_session_records_the_live_segment_events_into_the_episode(tmp_path: Path
         doc = json.loads((dataset.episode_dir(episode_id) / 'events.json').read_text())
         assert [(e['kind'], e['t_ns']) for e in doc['events']] == live[episode_id]
         assert doc['calibration']['prior_from'] == 'live'
+
+
+def test_an_unknown_executor_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    env = {**ros_env(new_domain()), 'ROBODATA_EXECUTOR': 'fastest'}
+    done = subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', 'record', '--profile', str(PROFILE),
+                           '--dataset', str(tmp_path / 'ds'), '--task', 'pick_cube'], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1] == "robodata record: error: ROBODATA_EXECUTOR='fastest': expected one of events, single, multi", \
+        lines
+    assert not (tmp_path / 'ds' / 'episodes').exists() or not any((tmp_path / 'ds' / 'episodes').iterdir())
+
+
+def test_a_session_on_the_single_threaded_executor_records_an_episode(tmp_path: Path) -> None:
+    domain = new_domain()
+    env = {**ros_env(domain), 'ROBODATA_EXECUTOR': 'single'}
+    session = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'session', '--profile',
+                                str(PROFILE), '--dataset', str(tmp_path / 'ds'), '--task', 'pick_cube'], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with client(domain) as c:
+            started = c.call(StartEpisode, '/recorder/start_episode', StartEpisode.Request())
+            assert started.success, started.message
+            time.sleep(1.5)  # past recording.min_episode_s: a stop sooner is refused as a double press
+            stopped = c.call(Trigger, '/recorder/stop_episode', Trigger.Request())
+            assert stopped.success, stopped.message
+    finally:
+        stop_process(session)
+    assert session.returncode == 0
+    assert Dataset.open(tmp_path / 'ds').episode(started.episode_id).status == 'complete'

@@ -117,16 +117,31 @@ def use_rig_transport(environ: dict[str, str] | None = None) -> str | None:
     return path
 
 
+EXECUTORS = ('events', 'single', 'multi')
+
+
 def make_executor(fast: bool = True) -> Any:
     """The EventsExecutor receives several times more raw messages per second than the
-    SingleThreadedExecutor here (measured ~37k vs ~15k small messages/s); fall back if absent."""
-    if fast:
+    SingleThreadedExecutor here (measured ~37k vs ~15k small messages/s); fall back if absent.
+    ROBODATA_EXECUTOR=single|multi picks another (bench/record_throughput.py --executor compares them).
+
+    Raises:
+        RobodataError: ROBODATA_EXECUTOR names no executor.
+    """
+    chosen = os.environ.get('ROBODATA_EXECUTOR', 'events' if fast else 'single')
+    if chosen not in EXECUTORS:
+        raise RobodataError(f'ROBODATA_EXECUTOR={chosen!r}: expected one of {", ".join(EXECUTORS)}')
+    if chosen == 'events':
         try:
             from rclpy.experimental import EventsExecutor
 
             return EventsExecutor()
         except ImportError:
             pass
+    if chosen == 'multi':
+        from rclpy.executors import MultiThreadedExecutor
+
+        return MultiThreadedExecutor()
     from rclpy.executors import SingleThreadedExecutor
 
     return SingleThreadedExecutor()
