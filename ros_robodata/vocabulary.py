@@ -89,7 +89,11 @@ def parse_since(text: str, now_ns: int, where: str = '--since') -> int:
     origin (ISO 8601, seconds or nanoseconds since the epoch)."""
     if _DURATION.match(str(text)):
         return now_ns - parse_duration(text, where)
-    return parse_time(text, 0, where)
+    try:
+        return parse_time(text, 0, where)
+    except RobodataError:  # every form --help advertises, not only the time forms
+        raise RobodataError(f'{where}: {text!r} is neither a duration back from now (24h, 7d, 30min) nor a time '
+                            '(2026-03-02, 2026-03-02T10:15:00Z, or seconds since the epoch)') from None
 
 
 def check_choice(what: str, value: str, allowed: tuple[str, ...],

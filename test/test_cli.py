@@ -321,6 +321,14 @@ def test_info_text_on_a_dataset(capsys, make_demo_dataset):
     assert 'outcomes: success 2' in out
     for episode_id in dataset.episode_ids():
         assert episode_id in out
+    header = next(line for line in out.splitlines() if line.lstrip().startswith('episode'))
+    assert header.split() == ['episode', 'task', 'operator', 'mode', 'outcome', 'status', 'reviewed', 'duration',
+                              's', 'messages', 'score']  # as `robodata list` has them
+    scored = dataset.episode_ids()[0]
+    dataset.catalog.set_scores(scored, 0.9, {})
+    out = run(capsys, 'info', dataset.root)[1]
+    assert next(line for line in out.splitlines() if line.startswith(scored)).split()[-1] == '0.90'
+    assert run_json(capsys, 'info', dataset.root)['episode_list'][0]['score'] == 0.9
 
 
 def test_info_on_a_bag_without_metadata_yaml(tmp_path, capsys, write_demo_bag):
@@ -665,6 +673,34 @@ def test_profile_lists_its_topics(capsys, sim_cell_profile_path):
         assert rows[spec.topic][2] == spec.type
     assert rows['/robot_description'][-1] == 'latched'
     assert rows['/joint_states'][3] == '500'
+
+
+def test_a_shipped_profile_is_found_by_its_name_outside_the_clone(tmp_path, capsys, monkeypatch,
+                                                                  sim_cell_profile_path):
+    """`--profile config/sim_cell.yaml`, as the README writes it, from a folder that has no config/: the shipped
+    profile, as `robodata sim` finds it; a file of that name here wins."""
+    monkeypatch.chdir(tmp_path)
+    for name in ('config/sim_cell.yaml', 'sim_cell.yaml'):
+        code, out, err = run(capsys, 'profile', name)
+        assert (code, err) == (0, '') and out.startswith(f'sim_cell_arm ({sim_cell_profile_path}) ok'), out
+    (tmp_path / 'config').mkdir()
+    (tmp_path / 'config' / 'sim_cell.yaml').write_text('robot: {name: my_arm}\ntopics:\n  joint_states: '
+                                                       '{topic: /js, type: sensor_msgs/msg/JointState}\n')
+    assert run(capsys, 'profile', 'config/sim_cell.yaml')[1].startswith('my_arm (config/sim_cell.yaml) ok')
+    code, _, err = run(capsys, 'profile', 'config/no_such_arm.yaml')
+    assert code == 1 and 'config/no_such_arm.yaml' in err
+
+
+def test_a_misspelled_option_is_named_by_its_command(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(['score', 'somewhere', '--workrs', '2'])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert err.splitlines()[0].startswith('usage: robodata score ')
+    assert err.splitlines()[-1] == 'robodata score: error: unrecognized arguments: --workrs 2'
+    with pytest.raises(SystemExit):
+        main(['export', 'frames', 'somewhere', '--out', 'x', '--evry', '1s'])
+    assert capsys.readouterr().err.splitlines()[-1].startswith('robodata export frames: error: unrecognized')
 
 
 def test_profile_json(capsys, sim_cell_profile_path):

@@ -23,6 +23,7 @@ from ros_robodata import (
     write_report,
 )
 from ros_robodata.cli.main import main
+from ros_robodata.dataset.targets import as_target
 from ros_robodata.profile import load_profile
 from ros_robodata.sim.to_bag import write_sim_episode
 from test.profiles import CONFIG, PROFILE
@@ -66,6 +67,14 @@ def test_every_analysis_picks_the_same_episodes(tmp_path: Path, sim_bags: Path) 
     assert 'the reference camera' in frames.failed['ep2']
 
 
+def test_a_datasets_episodes_folder_is_the_dataset(tmp_path: Path, sim_bags: Path) -> None:
+    """`robodata score DS/episodes` (tab completion stops there) works on DS, not on DS's bags as foreign ones."""
+    dataset = make_dataset(tmp_path / 'ds', sim_bags, [{'task': 'pick'}, {'task': 'pick'}])
+    target = as_target(tmp_path / 'ds' / 'episodes')
+    assert target.kind == 'dataset' and target.dataset is not None and target.dataset.root == dataset.root
+    assert sorted(score(tmp_path / 'ds' / 'episodes').scores) == ['ep0', 'ep1']
+
+
 def test_since_keeps_what_started_after_a_moment_or_a_duration_ago(tmp_path: Path, sim_bags: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     now = time.time_ns()
@@ -76,7 +85,27 @@ def test_since_keeps_what_started_after_a_moment_or_a_duration_ago(tmp_path: Pat
     assert main(['list', str(tmp_path / 'ds'), '--since', day, '--json']) == 0
     assert [row['id'] for row in json.loads(capsys.readouterr().out)] == ['ep1']
     assert main(['list', str(tmp_path / 'ds'), '--since', 'yesterday']) == 1
-    assert "--since: 'yesterday' is not a time" in capsys.readouterr().err
+    assert main(['list', str(tmp_path / 'ds'), '--since', '1day']) == 1
+    assert ("--since: '1day' is neither a duration back from now (24h, 7d, 30min) nor a time (2026-03-02, "
+            '2026-03-02T10:15:00Z, or seconds since the epoch)') in capsys.readouterr().err
+
+
+def test_bags_where_they_lie_are_named_after_their_folders(tmp_path: Path, sim_bags: Path) -> None:
+    """Runs saved as run_a/bag.mcap, run_b/bag.mcap (and one rosbag2 folder named bag) are scored as run_a,
+    run_b and day2: the names in the folder listing, not bag, bag-2, bag-3."""
+    import shutil
+
+    source = next(sim_bags.iterdir())
+    mcap = next(source.glob('*.mcap'))
+    for run_name in ('run_a', 'run_b'):
+        (tmp_path / 'runs' / run_name).mkdir(parents=True)
+        shutil.copy(mcap, tmp_path / 'runs' / run_name / 'bag.mcap')
+    shutil.copytree(source, tmp_path / 'runs' / 'day2' / 'bag')
+    (tmp_path / 'runs' / 'day2' / 'bag' / mcap.name).rename(tmp_path / 'runs' / 'day2' / 'bag' / 'bag_0.mcap')
+    meta = tmp_path / 'runs' / 'day2' / 'bag' / 'metadata.yaml'
+    meta.write_text(meta.read_text().replace(mcap.name, 'bag_0.mcap'))
+    assert sorted(score(tmp_path / 'runs', profile=PROFILE).scores) == ['day2', 'run_a', 'run_b']
+    assert list(score(tmp_path / 'runs' / 'run_a' / 'bag.mcap', profile=PROFILE).scores) == ['run_a']
 
 
 def test_a_listing_says_what_it_left_out(tmp_path: Path, sim_bags: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,7 +144,7 @@ def test_wrong_arguments_raise_the_line_the_command_prints(tmp_path: Path, sim_b
         write_report(dataset)
     with pytest.raises(RobodataError, match=r'dataset.yaml: a report is written to an .html file'):
         write_report(dataset, dataset.root / 'dataset.yaml')
-    with pytest.raises(RobodataError, match='no recorded episode to score'):
+    with pytest.raises(RobodataError, match=r'nothing to score: the dataset has no episodes yet$'):
         score(Dataset.create(tmp_path / 'empty', profile=load_profile(PROFILE)))
     with pytest.raises(DatasetError, match=r'dataset\.yaml holds no robot profile; pass --profile'):
         segment(Dataset.create(tmp_path / 'bare'))
@@ -123,6 +152,22 @@ def test_wrong_arguments_raise_the_line_the_command_prints(tmp_path: Path, sim_b
     assert 'names no gripper or wrench topic' in segment(studio).nothing_to_do
     with pytest.raises(RobodataError, match='names no camera: nothing to export frames from'):
         export_frames(dataset, tmp_path / 'out', profile=_no_camera(tmp_path))
+
+
+def test_a_filter_that_picks_nothing_is_named_with_what_the_dataset_holds(tmp_path: Path, sim_bags: Path) -> None:
+    """The README's example run on a dataset of another task: the error names the filter, not an empty dataset."""
+    dataset = make_dataset(tmp_path / 'ds', sim_bags, [
+        {'task': 'pick_place_cube', 'outcome': 'success'}, {'task': 'stack', 'outcome': 'failure'}])
+    with pytest.raises(RobodataError, match=r"nothing to score: no episode has task 'pick_cube' "
+                                            r"\(here: pick_place_cube, stack\)$"):
+        score(dataset, filters=Filters(task='pick_cube'))
+    with pytest.raises(RobodataError, match=r"nothing to export: no episode has task 'stack' and outcome 'success' "
+                                            r"together$"):
+        export_frames(dataset, tmp_path / 'out', filters=Filters(task='stack', outcome='success'))
+    with pytest.raises(RobodataError, match=r"no episode starts at or after 2030-01-01 00:00 UTC \(the latest "
+                                            r"started 2023-11-14 22:13 UTC\)$"):
+        score(dataset, filters=Filters(since_ns=1_893_456_000_000_000_000))
+    assert not (tmp_path / 'out').exists()
 
 
 def _no_camera(tmp_path: Path) -> Path:

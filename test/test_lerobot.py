@@ -109,7 +109,8 @@ def test_export_is_a_v3_dataset_of_the_chosen_episodes(export: Path) -> None:
     assert sorted(i for r in splits.values() for i in r) == [0, 1, 2]
     assert all(e['episode_index'] in splits[e['split']] for e in episodes)
     card = (export / 'README.md').read_text()
-    assert 'outcome failure (not in --outcomes)' in card and info['ros_robodata']['profile_sha256'] in card
+    assert 'outcome failure (the policy keeps success, recovery)' in card
+    assert info['ros_robodata']['profile_sha256'] in card
 
 
 def test_frames_sit_on_the_fps_grid_and_videos_hold_every_episode(export: Path) -> None:
@@ -319,7 +320,7 @@ def test_bad_lerobot_input_is_one_clear_line(tmp_path: Path, capsys: pytest.Capt
     assert main(['import', str(broken), '--dataset', str(tmp_path / 'd')]) == 1
     assert 'no observation.state feature' in capsys.readouterr().err
     assert main(['score', str(REACHY)]) == 1
-    assert 'a LeRobot dataset, not a bag' in capsys.readouterr().err
+    assert 'a LeRobot dataset, not a rosbag2 bag' in capsys.readouterr().err
 
 
 def test_trim_idle_and_the_next_state_as_action(dataset: Any, tmp_path: Path) -> None:

@@ -88,6 +88,9 @@ def test_every_episode_is_listed_with_its_score_worst_first(scored: Path, page: 
         assert f'{_quality(scored, episode_id)["score"]:.2f}' in _section(page, episode_id)
     assert _quality(scored, BLURRED)['score'] < _quality(scored, CLEAN)['score']
     assert rows[BLURRED] < rows[CLEAN]
+    # The columns say how to read them: the consistency limit, and that the score is not the task's success.
+    assert 'consistency<br><span class="muted">x typical; outlier &gt; 1.5</span>' in page
+    assert 'a failed grasp recorded cleanly scores 1.00' in page
 
 
 def test_the_blurred_moment_is_shown_with_its_frame(scored: Path, page: str) -> None:

@@ -33,7 +33,7 @@ SHOWN_UNMATCHED = 20
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser('export', help='export episodes for other tools (frames for labeling)',
+    p = sub.add_parser('export', help='export episodes for other tools: frames for labeling, a LeRobot training set',
                        description='Export episodes in formats other tools read.')
     kinds = p.add_subparsers(dest='export_kind', metavar='KIND', required=True)
     f = kinds.add_parser(

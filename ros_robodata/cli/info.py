@@ -70,10 +70,12 @@ def _print_dataset(data: dict[str, Any]) -> None:
             stdout.print(f'  {key}: ' + ', '.join(f'{k or "-"} {v}' for k, v in sorted(data[key].items())))
     if data['episode_list']:
         table = Table(box=None, pad_edge=False)
-        for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'duration s', 'messages'):
+        for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'reviewed', 'duration s',
+                       'messages', 'score'):  # the columns `robodata list` has
             table.add_column(column)
         for e in data['episode_list']:
             duration = '-' if e['duration_s'] is None else f'{e["duration_s"]:.1f}'
-            table.add_row(e['id'], e['task'], e['operator'], e['mode'], e['outcome'], e['status'], duration,
-                          str(e['messages']))
+            table.add_row(e['id'], e['task'], e['operator'], e['mode'], e['outcome'], e['status'],
+                          e['reviewed'] or '-', duration, str(e['messages']),
+                          '-' if e['score'] is None else f'{e["score"]:.2f}')
         stdout.print(table)

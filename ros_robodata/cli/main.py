@@ -66,9 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command's own parser that `args` went through: `score`, `export frames`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or '')
+            if chosen is not None:
+                return _innermost(chosen, args)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command that was given them, with its usage (`score --workrs`)
+        _innermost(parser, args).error(f'unrecognized arguments: {" ".join(unknown)}')
     previous = _stop_on_sigterm()
     try:
         return int(args.func(args) or 0)

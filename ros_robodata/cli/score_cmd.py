@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
     add_analysis_arguments(p)
     p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
     p.add_argument('--no-images', action='store_true',
-                   help='skip the camera checks (they decode frames: 10 a second and camera)')
+                   help='skip the camera checks (they decode every frame of every camera)')
     p.set_defaults(func=run)
 
 

@@ -18,7 +18,7 @@ from ros_robodata.cli.common import (
     stderr,
     stdout,
 )
-from ros_robodata.dataset.targets import prepare
+from ros_robodata.dataset.targets import prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.offline import EVENTS_FILE, segment_items
@@ -40,10 +40,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.no_gripper and args.no_wrench:
         raise RobodataError('--no-gripper and --no-wrench together leave nothing to segment from')
-    work = prepare(args.target, args.profile, filters_from(args))
+    filters = filters_from(args)
+    work = prepare(args.target, args.profile, filters)
     target = work.target
     if not work.items:
-        raise RobodataError(f'{target.path}: no episode with a bag to segment')
+        raise RobodataError(f'{target.path}: nothing to segment: {why_none(target, filters)}')
     run = segment_items(work.items, work.profile, use_gripper=not args.no_gripper, use_wrench=not args.no_wrench,
                         progress=lambda it: progress(it, 'segmenting', total=len(work.items), quiet=args.json))
     if run.nothing_to_do:

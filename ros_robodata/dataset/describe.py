@@ -59,7 +59,8 @@ def describe_dataset(dataset: Dataset) -> dict[str, Any]:
         'size_bytes': sum(r.size_bytes for r in rows),
         'episode_list': [
             {'id': r.id, 'task': r.task, 'operator': r.operator, 'mode': r.mode, 'outcome': r.outcome,
-             'status': r.status, 'duration_s': r.duration_s, 'messages': r.message_count, 'size_bytes': r.size_bytes}
+             'status': r.status, 'reviewed': r.reviewed_outcome or None, 'duration_s': r.duration_s,
+             'messages': r.message_count, 'size_bytes': r.size_bytes, 'score': r.score}
             for r in rows
         ],
     }

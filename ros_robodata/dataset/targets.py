@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Union
 
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.dataset.episode import Episode
-from ros_robodata.dataset.sources import Recording, find_recordings, recording_at
+from ros_robodata.dataset.sources import IMPORT_FIRST, Recording, find_recordings, recording_at
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.profile import Profile, load_profile
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, check_choice
@@ -70,6 +71,8 @@ def resolve(path_text: str | Path) -> Target:
         raise RobodataError(f'{path}: no such file or directory')
     if path.is_dir() and is_dataset(path):
         return Target('dataset', path, Dataset.open(path))
+    if path.is_dir() and path.name == 'episodes' and is_dataset(path.parent):  # DS/episodes: every episode of DS
+        return Target('dataset', path.parent, Dataset.open(path.parent))
     for name in ('dataset.yaml', 'episode.yaml', 'metadata.yaml'):
         if os.path.lexists(path / name) and not (path / name).is_file():
             raise RobodataError(f'{path / name}: not a file (a folder, or a symlink to nothing): move it away, then '
@@ -86,10 +89,10 @@ def resolve(path_text: str | Path) -> Target:
                            f'that was stopped): run `robodata repair {dataset_root}` to register it')
     here = recording_at(path)
     if here is not None:
-        if here.kind in ('video', 'lerobot'):
-            what, made = ('a video', 'an episode') if here.kind == 'video' else ('a LeRobot dataset', 'episodes')
-            raise RobodataError(f'{path}: {what}, not a bag: run `robodata import {path} --dataset D` to make it '
-                                f'{made} first')
+        if here.kind in IMPORT_FIRST:
+            made = 'episodes' if here.kind == 'lerobot' else 'an episode'
+            raise RobodataError(f'{path}: {IMPORT_FIRST[here.kind]}, not a rosbag2 bag: run `robodata import {path} '
+                                f'--dataset D` to make it {made} first')
         return Target('bag', path, recordings=(here,))
     if path.is_file():
         raise RobodataError(f'{path}: not a dataset, an episode or a bag (a bag is a folder with metadata.yaml, '
@@ -161,10 +164,11 @@ def select(target: Target, filters: Filters | None = None, *, need_bag: bool = T
                                 f'{target.what} has none')
         names: set[str] = set()
         out = []
-        for recording in target.recordings:
-            if filters.since_ns is not None and not _starts_since(recording.path, filters.since_ns):
-                continue
-            out.append(Item(_unique(_bag_name(recording), names), recording.path))
+        root = target.path if target.kind == 'bags' else target.path.parent.parent
+        chosen = [r for r in target.recordings
+                  if filters.since_ns is None or _starts_since(r.path, filters.since_ns)]
+        for recording, name in zip(chosen, _bag_names(chosen, root), strict=True):
+            out.append(Item(_unique(name, names), recording.path))
         return out
     dataset = target.dataset
     assert dataset is not None
@@ -186,6 +190,44 @@ def select_rows(dataset: Dataset, filters: Filters | None = None) -> list[Catalo
     return [row for row in dataset.list(task=filters.task, status=filters.status, outcome=filters.outcome)
             if (row.status != 'discarded' or filters.status == 'discarded')
             and (filters.since_ns is None or (row.start_ns is not None and row.start_ns >= filters.since_ns))]
+
+
+def why_none(target: Target, filters: Filters | None = None, *, need_bag: bool = True) -> str:
+    """Why select() picked nothing, in a user's words: the filter that matched no episode, with what the dataset
+    holds instead (a task misspelled is the usual cause), or that there is nothing to pick from at all."""
+    filters = filters or Filters()
+    if target.kind in ('bag', 'bags'):
+        if filters.since_ns is not None:
+            return f'no bag starts at or after {_when(filters.since_ns)}'
+        return f'{target.what} holds no bag'
+    dataset = target.dataset
+    if dataset is None or target.kind == 'episode':
+        return 'the episode has no bag'
+    rows = dataset.list()
+    if not rows:
+        return 'the dataset has no episodes yet'
+    for name, value in (('task', filters.task), ('outcome', filters.outcome), ('status', filters.status)):
+        if value is not None and not any(getattr(row, name) == value for row in rows):
+            present = sorted({getattr(row, name) or '(none)' for row in rows})
+            return f'no episode has {name} {value!r} (here: {", ".join(present)})'
+    if filters.status is None and all(row.status == 'discarded' for row in rows):
+        return f'all {len(rows)} episodes are discarded (status discarded picks them)'
+    if filters.since_ns is not None and not any((row.start_ns or 0) >= filters.since_ns for row in rows):
+        latest = max((row.start_ns for row in rows if row.start_ns is not None), default=None)
+        return (f'no episode starts at or after {_when(filters.since_ns)}'
+                + (f' (the latest started {_when(latest)})' if latest is not None else ''))
+    picked = select_rows(dataset, filters)
+    if picked and need_bag:
+        return f'{len(picked)} episode(s) match but none has a bag'
+    asked = [f'{name} {value!r}' for name, value in (('task', filters.task), ('outcome', filters.outcome),
+                                                       ('status', filters.status)) if value is not None]
+    if filters.since_ns is not None:
+        asked.append(f'since {_when(filters.since_ns)}')
+    return f'no episode has {" and ".join(asked)} together' if asked else 'no episode to work on'
+
+
+def _when(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
 
 
 def discarded_count(target: Target) -> int:
@@ -231,11 +273,33 @@ def _starts_since(path: Path, since_ns: int) -> bool:
         return reader.start_ns is not None and reader.start_ns >= since_ns
 
 
-def _bag_name(recording: Recording) -> str:
+GENERIC_BAG_NAMES = frozenset({'bag', 'rosbag', 'rosbag2', 'recording', 'data'})
+
+
+def _bag_names(recordings: list[Recording], root: Path) -> list[str]:
+    """A name per bag that tells them apart: its own (folder or file) name, or, where that is generic (`bag`) or
+    shared with another bag of the set (run_a/bag.mcap, run_b/bag.mcap), its folders below `root` joined by '-'
+    (run_a, run_b): what the user sees in the folder listing, not bag, bag-2."""
+    own = [recording.name for recording in recordings]
+    out = []
+    for recording, name in zip(recordings, own, strict=True):
+        if name in GENERIC_BAG_NAMES or own.count(name) > 1:
+            try:
+                parts = [*recording.path.resolve().relative_to(root.resolve()).parent.parts]
+            except ValueError:
+                parts = []
+            if name not in GENERIC_BAG_NAMES or not parts:
+                parts.append(name)
+            name = '-'.join(parts) or name
+        out.append(_safe_name(name))
+    return out
+
+
+def _safe_name(name: str) -> str:
     from ros_robodata.dataset.importer import episode_id_for
 
     try:
-        return episode_id_for(recording.name)
+        return episode_id_for(name)
     except RobodataError:
         return 'bag'
 

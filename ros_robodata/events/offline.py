@@ -10,6 +10,7 @@ from typing import Any
 
 from ros_robodata import untrusted
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.bag.time_origin import time_origin
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
@@ -25,10 +26,11 @@ DATASET = 'dataset'
 
 def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
                 since_ns: int | None = None, priors: Priors | None = None) -> SegmentResult:
-    """Every event in one bag; times count from the first header stamp read. `since_ns`: samples stamped earlier
-    are not read (a recorded episode's, see episode_input_start). `priors`: where earlier episodes found the
-    gripper's strokes (None: the profile's values until the bag's own rests say more). A gripper or wrench topic,
-    or the gripper joint, that the profile names but the bag lacks is an error naming what the bag has instead:
+    """Every event in one bag; times count from the episode's time origin (bag/time_origin.py). `since_ns`:
+    samples stamped earlier are not read (a recorded episode's, see episode_input_start). `priors`: where earlier
+    episodes found the gripper's strokes (None: the profile's values until the bag's own rests say more). A gripper
+    or wrench topic, or the gripper joint, that the profile names but the bag lacks is an error naming what the bag
+    has instead:
     never zero events."""
     segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench, since_ns=since_ns, priors=priors)
     if not segmenter.topics:
@@ -42,7 +44,7 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
             raise BagError(f'{path}: the gripper joint {segmenter.gripper_joint!r} is in no message of '
                            f'{segmenter.topic_of(GRIPPER)}; its joints are {", ".join(segmenter.joints_seen[:12])}: '
                            'fix topics.gripper.joint in the profile')
-        result = segmenter.result()
+        result = segmenter.result(start_ns=time_origin(reader, [spec.topic for _, spec in profile.all_topics()]))
         result.notes = list(reader.notes)
         return result
 

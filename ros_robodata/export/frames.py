@@ -32,7 +32,7 @@ from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.bag.sensor_files import cloud_points, encode_frame_image, write_pcd
 from ros_robodata.bag.types import typestore
 from ros_robodata.dataset.episode import check_episode_id
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare, why_none
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.manifest import (
@@ -370,7 +370,7 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
     work = prepare(target, profile, filters)
     plan_export(work.profile, options)
     if not work.items:
-        raise RobodataError(f'{work.target.path}: no recorded episode to export')
+        raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
     check_export_outside_dataset(Path(out_dir))
     prepare_export_dir(Path(out_dir), force=force)
     name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name

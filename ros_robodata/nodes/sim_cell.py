@@ -321,8 +321,10 @@ class SimCellNode(Node):
         elif event.kind == 'done':
             truth = event.truth
             cut = ' (stopped before it was through)' if truth.get('cut_short') else ''
-            log.info(f'episode {event.index + 1} (seed {event.seed}): {truth.get("outcome")}, '
-                     f'{truth.get("duration_s", 0.0):.1f} s{cut}'
+            # From the script's start (the operator's key), as the episode's marked window counts: the wait at home
+            # before it is no part of the demonstration.
+            acted = float(truth.get('duration_s') or 0.0) - float(truth.get('begun_s') or 0.0)
+            log.info(f'episode {event.index + 1} (seed {event.seed}): {truth.get("outcome")}, {acted:.1f} s{cut}'
                      + ('; label it (s/f/r) and stop it (space)' if self.start == 'key' and not cut else ''))
             self._call('outcome', SetOutcome.Request(outcome=str(truth.get('outcome', 'unknown')),
                                                      notes=f'scripted operator (seed {event.seed})'))

@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from ros_robodata import untrusted
-from ros_robodata.errors import ProfileError
+from ros_robodata.errors import ProfileError, RobodataError
+from ros_robodata.paths import config_path
 from ros_robodata.profile.schema import Profile
 from ros_robodata.profile.validate import _at, _fields, _Invalid
 
@@ -54,8 +55,24 @@ def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
     return f'{at}invalid YAML: {problem}'
 
 
+def shipped_or_given(path: str | os.PathLike[str]) -> Path:
+    """`path`, or the shipped profile it names when it does not exist here: `config/sim_cell.yaml` (as the README
+    writes it) or `sim_cell.yaml` outside the clone resolve to the package's own config/, as `robodata sim` does."""
+    given = Path(path)
+    if given.exists() or given.is_absolute() or given.suffix not in ('.yaml', '.yml'):
+        return given
+    if len(given.parts) == 1 or (len(given.parts) == 2 and given.parts[0] == 'config'):
+        try:
+            return config_path(given.name)
+        except RobodataError:
+            pass
+    return given
+
+
 def load_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read and check the profile in `path`; every problem is a one-line ProfileError."""
+    """Read and check the profile in `path` (a shipped profile by its name too: `shipped_or_given`); every problem
+    is a one-line ProfileError."""
+    path = shipped_or_given(path)
     where = os.fspath(path)
     text = untrusted.read_text(Path(path), ProfileError)
     untrusted.check_yaml(text, where, ProfileError, _Loader)

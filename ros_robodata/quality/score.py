@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.bag.time_origin import time_origin
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.calibration import Priors, read_prior
 from ros_robodata.events.event import SegmentResult
@@ -76,7 +77,8 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
                 segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
         if feeder is not None:
             feeder.finish()
-        report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s)
+        origin = time_origin(reader, [spec.topic for _, spec in profile.all_topics()])  # events.json's too
+        report = checks.report(outcome=outcome, min_episode_s=profile.quality.min_episode_s, start_ns=origin)
         opening = checks.gripper_opening()
         if not reader.complete:
             report.findings.append(Finding('completeness.damaged_bag', ERROR, '',
@@ -84,7 +86,7 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
         segments = None
         if segmenter is not None and any(topic in reader.topics for topic in segmenter.topics):
             segmenter.finish()
-            segments = segmenter.result()
+            segments = segmenter.result(start_ns=origin)
         scored = BagScore(report, opening, list(reader.notes), segments, checks.gripper_last())
         if segments is not None:
             scored.opening_in(segments.calibration)
@@ -253,7 +255,7 @@ def score(target: TargetLike, *, profile: Profile | str | None = None, filters: 
     `profile`: the dataset's own unless given (required for bags); `workers` processes score in parallel."""
     work = prepare(target, profile, filters)
     if not work.items:
-        raise RobodataError(f'{work.target.path}: no recorded episode to score')
+        raise RobodataError(f'{work.target.path}: nothing to score: {why_none(work.target, filters)}')
     if work.target.dataset is not None:
         return score_episodes(work.target.dataset, work.profile, [i.name for i in work.items], workers=workers,
                               images=images, progress=progress)

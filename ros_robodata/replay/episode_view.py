@@ -272,8 +272,7 @@ def _read_quality(path: Path, view: EpisodeView) -> int | None:
 
 def _read_labels(episode_dir: Path, view: EpisodeView, zero_ns: int | None, frames_dirs: list[Path]) -> None:
     path = episode_dir / ANNOTATIONS_FILE
-    if not path.is_file():
-        view.notes.append(f'{path}: missing: no human labels shown (none imported or pulled yet)')
+    if not path.is_file():  # an episode nobody reviewed yet: the usual case, nothing to warn about
         return
     try:
         annotations = read_annotations(episode_dir)

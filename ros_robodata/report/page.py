@@ -161,8 +161,10 @@ def _summary_html(summary: dict[str, Any], episodes: list[ScoredEpisode],
     else:
         out.append('<p class="muted">No check fired in any episode.</p>')
     out.append('<h3>Episodes, worst score first</h3><table><tr><th>episode</th><th>task</th><th>operator</th>'
-               '<th>outcome</th><th class="num">score</th><th>success verdict</th><th class="num">consistency</th>'
-               '<th>first reason</th></tr>')
+               '<th>outcome</th><th class="num">score</th><th>success verdict</th>'
+               '<th class="num" title="DTW distance to the nearest demonstration of the task, in times the task\'s '
+               'typical one; an outlier is over 1.5x and a robust z-score over 3.5">consistency<br>'
+               '<span class="muted">x typical; outlier &gt; 1.5</span></th><th>first reason</th></tr>')
     for ep in episodes:
         link = f'<a href="#{_anchor(ep.id)}">{_e(ep.id)}</a>' if ep.id in visuals else _e(ep.id)
         reasons = ep.quality.get('reasons') or []
@@ -171,7 +173,9 @@ def _summary_html(summary: dict[str, Any], episodes: list[ScoredEpisode],
                    f'<td>{_e(ep.episode.outcome)}</td><td class="num">{_score_badge(ep.score)}</td>'
                    f'<td>{_verdict(ep.quality)}</td><td class="num">{_consistency(ep.quality)}</td>'
                    f'<td>{first}</td></tr>')
-    out.append('</table>')
+    out.append('</table><p class="muted">The score is the quality of the data (timing, signals, images, '
+               'completeness), not of the task: a failed grasp recorded cleanly scores 1.00. Whether the task was '
+               'done is the success verdict\'s column.</p>')
     if len(visuals) < count:
         out.append(f'<p class="muted">Detailed sections for the {len(visuals)} worst episode(s) only.</p>')
     out.append('</section>')

@@ -22,7 +22,7 @@ from typing import Any
 
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.dataset.targets import Filters, TargetLike, as_target, need, select
+from ros_robodata.dataset.targets import Filters, TargetLike, as_target, need, select, why_none
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.files import write_json
 from ros_robodata.selection.embedding import embeddings
@@ -87,7 +87,8 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
         raise RobodataError(f'--min-score: {min_score} is not between 0 and 1')
     items = select(resolved, filters, need_bag=False)
     if not items:
-        raise RobodataError(f'{dataset.root}: no episode to select from')
+        raise RobodataError(f'{dataset.root}: no episode to select from: '
+                             f'{why_none(resolved, filters, need_bag=False)}')
     count = budget if isinstance(budget, int) else parse_budget(str(budget), len(items))
     if count < 1:
         raise RobodataError('--budget: at least 1 episode')

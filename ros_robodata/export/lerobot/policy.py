@@ -108,7 +108,7 @@ def select(candidates: list[Candidate], policy: Policy) -> Selection:
         if c.status in NEVER:
             out.left_out[c.episode_id] = f'status {c.status}'
         elif c.outcome not in policy.outcomes:
-            out.left_out[c.episode_id] = f'outcome {c.outcome} (not in --outcomes)'
+            out.left_out[c.episode_id] = f'outcome {c.outcome} (the policy keeps {", ".join(policy.outcomes)})'
         elif policy.min_score is not None and c.score is None:
             out.left_out[c.episode_id] = 'no score (run robodata score)'
         elif policy.min_score is not None and c.score is not None and c.score < policy.min_score:
@@ -147,7 +147,7 @@ def _balance(pool: list[Candidate], ratio: tuple[float, float], out: Selection) 
         keep = math.floor(high * len(others) / (1 - high)) if high < 1 else len(recoveries)
         ranked = sorted(recoveries, key=lambda c: _rank(c.episode_id, 'recovery'))
         for c in ranked[keep:]:
-            out.left_out[c.episode_id] = f'recovery over the {high:.0%} cap of --recovery-ratio'
+            out.left_out[c.episode_id] = f'recovery over the policy\'s {high:.0%} cap on recoveries'
         out.warnings.append(f'recoveries were {len(recoveries)} of {total} ({share:.0%}), over the {high:.0%} cap: '
                             f'{len(recoveries) - keep} left out')
         recoveries = ranked[:keep]
