@@ -2,11 +2,15 @@
 
 Demo datasets (used by test_dataset.py and test_cli.py): `sim_cell_profile_path`, `write_demo_bag`,
 `record_demo_episode` and `make_demo_dataset` build real datasets with real rosbag2 bags in tmp_path.
+`demo_run`: `robodata demo --episodes 2 --seed 0` on real DDS, once per test run (what `make demo` writes; the
+tests that use it copy what they change).
 """
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -136,3 +140,14 @@ def make_demo_dataset(tmp_path: Path) -> Callable[..., Dataset]:
         return dataset
 
     return make
+
+
+@pytest.fixture(scope='session')
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`robodata demo --episodes 2 --seed 0` run once: (the finished command, its --out folder)."""
+    from test.ros_rig import new_domain, ros_env
+
+    out = tmp_path_factory.mktemp('demo_run') / 'robodata_demo'
+    run = subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', 'demo', '--episodes', '2', '--seed', '0',
+                          '--out', str(out)], capture_output=True, text=True, timeout=600, env=ros_env(new_domain()))
+    return run, out

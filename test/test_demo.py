@@ -17,9 +17,8 @@ def robodata(*args: str, env: dict[str, str] | None = None, timeout: float = 300
                           timeout=timeout, env=env)
 
 
-def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
-    out = tmp_path / 'demo'
-    run = robodata('demo', '--episodes', '2', '--seed', '0', '--out', str(out), env=ros_env(new_domain()))
+def test_demo_records_every_sim_topic_at_its_rate(demo_run):
+    run, out = demo_run
     assert run.returncode == 0, run.stderr[-3000:]
     assert 'dataset:' in run.stdout and 'issues found' in run.stdout and 'report:' in run.stdout
     report = (out / 'dataset' / 'report.html').read_text()
@@ -66,6 +65,9 @@ def test_demo_records_every_sim_topic_at_its_rate(tmp_path):
         assert quality['success']['success'] is True and not quality['success']['disagrees']
         assert episode.id in report
         offline = json.loads((dataset.episode_dir(episode.id) / 'events.json').read_text())
+        # One time origin: a grasp at 5.47 s in events.json is at 5.47 s in quality.json's verdict and ranges.
+        assert offline['start_ns'] == quality['start_ns']
+        assert all(e['t_s'] == round((e['t_ns'] - quality['start_ns']) / 1e9, 4) for e in offline['events'])
         grasps = [e['t_ns'] for e in offline['events'] if e['kind'] == 'grasp']
         assert len(grasps) == 1 and abs(grasps[0] - secured_ns) < 50_000_000
         # Live equals offline, exactly: every event, kind and stamp to the nanosecond.

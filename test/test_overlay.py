@@ -124,9 +124,9 @@ def test_a_finding_is_active_over_its_time_window_and_the_reviewers_say_is_shown
     assert [(f.check, f.topic) for f in during.flags] == [('image.blur', WRIST)]
     assert during.flag_lines() == [f'warn: {blur["message"]}']
     assert after.flags == ()  # the episode-level finding (no LiDAR) has no time: it is never "active now"
-    # A segment's seconds count from events.json's start_ns, as in events.json (not quality.json's, 0.1 s earlier).
+    # A segment's seconds count from the episode's one time origin: events.json's start_ns is quality.json's.
     zero = read_events_file(episode['episode_dir'] / 'events.json')['start_ns']
-    assert zero != quality['start_ns']
+    assert zero == quality['start_ns']
     labelled = view.at(zero + round(sum(GRASP_LABEL_S) / 2 * 1e9))
     assert labelled.label_lines() == ['label manipulation/grasp (dora)']
     assert view.at(zero + round((GRASP_LABEL_S[1] + 0.1) * 1e9)).labels == ()

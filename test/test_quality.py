@@ -42,6 +42,58 @@ def test_timing_counts_lost_samples_and_names_the_gap() -> None:
     found = _checks(timing.findings())
     assert set(found) == {'timing.gap'} and timing.lost == 5
     assert found['timing.gap'].ranges == ((START + 390 * MS, START + 450 * MS),)
+    assert found['timing.gap'].message == ('/joint_states: one gap of 5 missing sample(s) over 0.06 s (stamp steps '
+                                           'over 1.5 periods)')
+
+
+def test_many_single_lost_samples_are_not_called_one_gap() -> None:
+    """A lossy link drops one sample in ten for 100 s (as a real WidowX log does): the message says that, not
+    'N samples missing in 1 gap', which sends the user looking for one long outage."""
+    timing = StreamTiming('/joint_states', TimingLimits(rate_hz=100))
+    _feed(timing, [t * 10.0 for t in range(10_000) if t % 10 != 5])
+    gap = _checks(timing.findings())['timing.gap']
+    assert gap.count == 1000 and timing.lost == 1000
+    assert gap.message == ('/joint_states: 1000 single missing samples (never two in a row) spread over 99.92 s '
+                           '(stamp steps over 1.5 periods)')
+    runs = StreamTiming('/joint_states', TimingLimits(rate_hz=100))
+    _feed(runs, [t * 10.0 for t in range(1000) if t % 100 not in (50, 51, 52)] + [10_000.0])
+    assert _checks(runs.findings())['timing.gap'].message.startswith(
+        '/joint_states: 30 samples missing in 10 gaps spread over ')
+    assert 'the longest 3 in a row' in _checks(runs.findings())['timing.gap'].message
+
+
+def _stalled(topic: str, rate_hz: float, stall_ms: tuple[float, float] | None) -> StreamTiming:
+    """A topic over 4 s whose messages waited, during `stall_ms`, until the stall's end (a host that stopped
+    taking messages, as a starved two-core computer does) before being received."""
+    timing = StreamTiming(topic, TimingLimits(rate_hz=rate_hz, max_latency_ms=100))
+    stamps = [i * 1000 / rate_hz for i in range(int(4 * rate_hz))]
+    receive = [max(t + 1, stall_ms[1]) if stall_ms and stall_ms[0] <= t < stall_ms[1] else t + 1 for t in stamps]
+    _feed(timing, stamps, receive)
+    return timing
+
+
+def test_every_topic_late_at_once_is_one_host_stall() -> None:
+    """Seven topics late over the same half second are one finding naming the host, not seven naming drivers;
+    a topic late on its own elsewhere keeps its own finding."""
+    from ros_robodata.quality.host_stall import merge_host_stalls
+
+    rates = {'/joint_states': 500, '/wrist/wrench': 500, '/gripper/joint_states': 100, '/camera/wrist': 30,
+             '/camera/scene': 30, '/teleop/command': 100, '/lidar/points': 10}
+    timings = [_stalled(topic, rate, (1800.0, 2300.0)) for topic, rate in rates.items()]
+    timings.append(_stalled('/slow_driver', 50, (3000.0, 3400.0)))
+    findings = [f for t in timings for f in t.findings()]
+    assert sum(f.check == 'timing.latency' for f in findings) == 8
+    merged = merge_host_stalls(findings, len(timings), start_ns=START)
+    assert [f.topic for f in merged if f.check == 'timing.latency'] == ['/slow_driver']
+    (stall,) = [f for f in merged if f.check == 'timing.host_stall']
+    assert stall.message.startswith('7 of 8 topics arrived late at once (1.80-2.')
+    assert 'the recording computer or its network stalled, not a driver' in stall.message
+    assert len(score_of(merged)[1]) == 2  # the stall and the slow driver: two problems, two lines (not eight)
+    stall_only = [f for t in timings[:7] for f in t.findings()]
+    assert score_of(merge_host_stalls(stall_only, 7, start_ns=START)) == (
+        0.9, [f'warn: {merge_host_stalls(stall_only, 7, start_ns=START)[0].message}'])
+    two = [f for t in timings[:2] for f in t.findings()]
+    assert merge_host_stalls(two, len(timings), start_ns=START) == two  # two topics of eight: not the host
 
 
 def test_timing_backwards_duplicates_clock_jumps_latency_and_silence() -> None:

@@ -21,6 +21,7 @@ from ros_robodata.profile import Profile
 from ros_robodata.profile.schema import JOINT_STATE
 from ros_robodata.quality.contact import WrenchWatch
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
+from ros_robodata.quality.host_stall import merge_host_stalls
 from ros_robodata.quality.image_cdr import gray_from_image_cdr
 from ros_robodata.quality.motion import JointMotion, MotionLimits, limits_from_urdf
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
@@ -268,12 +269,17 @@ class EpisodeQuality:
         if error is not None:
             raise error
 
-    def report(self, *, outcome: str | None = None, min_episode_s: float = 1.0) -> EpisodeReport:
-        """Findings and metrics so far; `outcome` (the operator's label) adds the completeness check of it."""
+    def report(self, *, outcome: str | None = None, min_episode_s: float = 1.0,
+               start_ns: int | None = None) -> EpisodeReport:
+        """Findings and metrics so far; `outcome` (the operator's label) adds the completeness check of it.
+        `start_ns`: the episode's time origin (bag/time_origin.py), else the earliest header stamp read."""
         self.flush_images()
         findings: list[Finding] = []
         for timing in self.timing.values():
             findings += timing.findings(self.last_ns)
+        timed = sum(1 for t in self.timing.values() if t.limits.rate_hz and t.count)
+        origin = start_ns if start_ns is not None else self.first_stamp_ns
+        findings = merge_host_stalls(findings, timed, start_ns=origin)
         for sync in self.sync.values():
             findings += sync.findings()
         if self.motion is not None:
@@ -302,7 +308,7 @@ class EpisodeQuality:
         if self.undecodable:
             metrics['undecodable'] = dict(self.undecodable)
         stamped = self.first_stamp_ns is not None and self.last_stamp_ns is not None
-        return EpisodeReport(findings, metrics, self.first_stamp_ns if stamped else self.first_ns,
+        return EpisodeReport(findings, metrics, origin if stamped and origin is not None else self.first_ns,
                              self.last_stamp_ns if stamped else self.last_ns,
                              (times, rows) if len(times) else None, list(motion.names) if motion else [],
                              motion.stuck_detail() if motion is not None else {})

@@ -160,6 +160,20 @@ class StreamTiming:
                     return True
         return False
 
+    def _gap_message(self) -> str:
+        """What the gaps are, as a user would go looking for them: one outage, or many short ones spread out (997
+        single samples over 100 s is a lossy link, not one long outage)."""
+        gaps, lost, longest = self._gaps.count, self.lost, int(self._gaps.worst)
+        first, last = self._gaps.items[0][0], self._gaps.items[-1][1]
+        over = f'{(last - first) / 1e9:.2f} s'
+        steps = f'(stamp steps over {self.limits.gap_periods:g} periods)'
+        if gaps == 1:
+            return f'{self.topic}: one gap of {lost} missing sample(s) over {over} {steps}'
+        if longest == 1:
+            return f'{self.topic}: {lost} single missing samples (never two in a row) spread over {over} {steps}'
+        return (f'{self.topic}: {lost} samples missing in {gaps} gaps spread over {over}, the longest {longest} in a '
+                f'row {steps}')
+
     def rate_hz(self) -> float | None:
         """Mean rate over the topic's own span of receive times."""
         if self.count < 2 or self.first_receive is None or self.last_receive is None:
@@ -184,9 +198,7 @@ class StreamTiming:
             out.append(Finding('timing.rate', WARN, topic, f'{topic} ran at {rate:.1f} Hz, expected {lim.rate_hz:g} Hz',
                                rate, (1 - lim.rate_tolerance) * lim.rate_hz))
         if self._gaps:
-            out.append(self._gaps.finding('timing.gap', WARN, topic, f'{topic}: {self.lost} sample(s) missing in '
-                                          f'{len(self._gaps.items)} gap(s) (stamp steps over {lim.gap_periods:g} '
-                                          'periods)', lim.gap_periods))
+            out.append(self._gaps.finding('timing.gap', WARN, topic, self._gap_message(), lim.gap_periods))
         if self._backwards:
             out.append(self._backwards.finding('timing.stamp_backwards', ERROR, topic, f'{topic}: header stamps went '
                                                f'backwards {self._backwards.count} time(s)', 0.0))
