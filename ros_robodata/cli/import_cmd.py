@@ -134,6 +134,13 @@ def run(args: argparse.Namespace) -> int:
             stderr.print(f'robodata import: {path}: inside the dataset itself: skipped', markup=False)
         if run.created:
             stdout.print(f'created dataset {dataset.name} at {dataset.root}', markup=False)
+    if run.removed:  # every source failed into a dataset this run made: nothing is left behind
+        if args.json:
+            print_json({'dataset': str(dataset.root), 'created': False, 'imported': [], 'failed': run.failed,
+                        'skipped': run.skipped, 'then': {}})
+        else:
+            stdout.print(f'nothing imported: {dataset.root} was not created', markup=False)
+        return EXIT_ERROR
     checked = dataset.profile if dataset.has_profile else None
     after = _then(dataset, checked, run.episodes, steps, quiet=args.json)
     if args.json:

@@ -9,8 +9,6 @@ and the catalog indexes it.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import re
 import shutil
@@ -33,9 +31,11 @@ from ros_robodata.dataset.episode_stats import (
     fill_stats_from_bag,
     fill_stats_from_index,
 )
+from ros_robodata.dataset.import_rosbag1 import CONVERTED_NOTE, converted_rosbag1
 from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id, find_recordings
 from ros_robodata.dataset.split import SplitSpec, find_windows, write_windows
 from ros_robodata.dataset.staging import commit_episode, import_lock, imported_from, staging_folder
+from ros_robodata.dataset.transfer import remove_source, transfer
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile, load_profile
 from ros_robodata.vocabulary import MODES, OUTCOMES
@@ -144,12 +144,20 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
         from ros_robodata.dataset.import_lerobot import import_lerobot  # pyarrow and PyAV only for these
 
         return import_lerobot(dataset, recording, options, profile, who)
-    cid = content_id(recording.files)
+    cid = content_id(recording.source.files)
     done = imported_from(dataset, cid)
-    result = Imported(recording, dataset)
+    result = Imported(recording.source, dataset)
     if done and options.split is None:
         result.existing = sorted(done)
         return result
+    if recording.kind == 'rosbag1':  # converted, then imported as the rosbag2 bag it becomes
+        with converted_rosbag1(dataset, recording) as bag:
+            converted = import_recording(dataset, bag, replace(options, method='move'), profile=profile, who=who)
+        if options.method == 'move' and converted.episodes:
+            remove_source(recording)
+        return converted
+    if recording.origin is not None:
+        result.notes.append(CONVERTED_NOTE)
     with BagReader(recording.path) as reader:
         topics = reader.topics
         damaged = bool(reader.damaged_files)
@@ -163,7 +171,9 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
 
 
 def source_record(recording: Recording, options: ImportOptions, cid: str, **extra: Any) -> dict[str, Any]:
-    return {'path': str(recording.path.resolve()), 'kind': recording.kind, 'method': options.method,
+    method = 'convert' if recording.origin is not None else options.method  # the bag here is a conversion
+    recording = recording.source
+    return {'path': str(recording.path.resolve()), 'kind': recording.kind, 'method': method,
             'content_id': cid, 'size_bytes': recording.size_bytes, 'files': [f.name for f in recording.files],
             'imported': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'imported_by': f'ros_robodata {__version__}',
             **_writer_of(recording), **extra}
@@ -193,7 +203,7 @@ def _import_whole(dataset: Dataset, recording: Recording, options: ImportOptions
     with staging_folder(dataset, episode_id) as staging:
         bag = staging / 'bag'
         bag.mkdir()
-        hashes = _transfer(recording, bag, method)
+        hashes = transfer(recording, bag, method)
         repaired = repair_bag(bag) if (damaged or not (bag / METADATA_FILE).is_file()) else None
         status = 'complete'
         episode_notes = list(notes)
@@ -215,47 +225,6 @@ def _import_whole(dataset: Dataset, recording: Recording, options: ImportOptions
     if method == 'move':
         remove_source(recording)
     return episode_id
-
-
-def _transfer(recording: Recording, bag: Path, method: str) -> dict[str, str]:
-    """Put the recording's storage files (and its metadata.yaml) into `bag`; returns the sha256 of each file
-    copied (hashed on the way, so a copy reads the source once)."""
-    hashes: dict[str, str] = {}
-    files = list(recording.files)
-    if recording.has_metadata:
-        files.append(recording.path / METADATA_FILE)
-    for file in files:
-        target = bag / file.name
-        if file.name == METADATA_FILE or method == 'copy':
-            hashes[file.name] = _copy_hashing(file, target)
-        elif method == 'link':
-            target.symlink_to(file.resolve())
-        else:  # move: a hard link is instant on the same filesystem; the source goes once the episode is in
-            try:
-                os.link(file, target)
-            except OSError:
-                hashes[file.name] = _copy_hashing(file, target)
-    return hashes
-
-
-def _copy_hashing(src: Path, dst: Path, chunk: int = 4 << 20) -> str:
-    digest = hashlib.sha256()
-    with src.open('rb') as fin, dst.open('wb') as fout:
-        while block := fin.read(chunk):
-            digest.update(block)
-            fout.write(block)
-        fout.flush()
-        os.fsync(fout.fileno())
-    return digest.hexdigest()
-
-
-def remove_source(recording: Recording) -> None:
-    for file in recording.files:
-        file.unlink(missing_ok=True)
-    if recording.kind == 'bag':
-        (recording.path / METADATA_FILE).unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            recording.path.rmdir()  # only when nothing else is left in it
 
 
 # -- split logs ------------------------------------------------------------------------------------------------
@@ -342,6 +311,7 @@ class ImportRun:
     imported: list[Imported] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # recordings inside the dataset itself
+    removed: bool = False  # the dataset was made by this run and removed again: nothing was imported into it
 
     @property
     def episodes(self) -> list[str]:
@@ -403,4 +373,9 @@ def import_recordings(sources: Iterable[str | os.PathLike[str]], dataset: Datase
             run.imported.append(result)
             if on_result is not None:
                 on_result(result, None)
+    if created and not run.imported:
+        # Nothing went in: the dataset this run made would hold nothing but a profile that matched none of the
+        # sources, and the retry with the right profile would be refused. An import that fails creates nothing.
+        shutil.rmtree(target.root, ignore_errors=True)
+        run.created, run.removed = False, True
     return run

@@ -1,4 +1,5 @@
-"""Recordings made elsewhere, found on disk: rosbag2 bags (a folder or a bare .mcap/.db3) and videos.
+"""Recordings made elsewhere, found on disk: rosbag2 bags (a folder or a bare .mcap/.db3), ROS 1 bags and
+videos.
 
 A user points `robodata import` (or any analysis command) at a bag, a video, or a folder of them; this
 module says which recordings are there, without reading their messages, and gives each a content id
@@ -25,23 +26,37 @@ METADATA_FILE = 'metadata.yaml'
 WHOLE_FILE_BYTES = 16 << 20
 SAMPLE_BLOCKS = 32
 SAMPLE_BLOCK_BYTES = 64 << 10
+# What the analysis commands cannot read where it lies (imported first, into a dataset).
+IMPORT_FIRST = {'video': 'a video', 'lerobot': 'a LeRobot dataset', 'rosbag1': 'a ROS 1 bag'}
 _SPLIT_PART = re.compile(r'^(?P<base>.+)_(?P<index>\d+)$')
+
+
+ROSBAG1_SUFFIX = '.bag'
 
 
 @dataclass(frozen=True)
 class Recording:
     """One recording on disk: `kind` is 'bag' (a rosbag2 folder), 'bag_file' (a bare .mcap/.db3 outside any
-    bag folder), 'video' or 'lerobot' (a LeRobot dataset folder); `files` are the storage (or video, or parquet and
-    video) files that hold its content."""
+    bag folder), 'rosbag1' (a ROS 1 .bag file), 'video' or 'lerobot' (a LeRobot dataset folder); `files` are the
+    storage (or video, or parquet and video) files that hold its content. `origin` is set on a rosbag2 copy made
+    from another recording (a converted ROS 1 bag): its identity, name and provenance are the origin's."""
 
     kind: str
     path: Path
     files: tuple[Path, ...]
+    origin: Recording | None = None
 
     @property
     def name(self) -> str:
         """The recording's own name: the bag folder's name, or the file's name without its suffix."""
+        if self.origin is not None:
+            return self.origin.name
         return self.path.name if self.kind in ('bag', 'lerobot') else self.path.stem
+
+    @property
+    def source(self) -> Recording:
+        """The recording as the user gave it: the origin of a conversion, else this one."""
+        return self.origin if self.origin is not None else self
 
     @property
     def is_bag(self) -> bool:
@@ -80,6 +95,8 @@ def recording_at(path: Path) -> Recording | None:
             return Recording('bag_file', path, (path,))
         if path.suffix.lower() in VIDEO_SUFFIXES:
             return Recording('video', path, (path,))
+        if path.suffix == ROSBAG1_SUFFIX:
+            return Recording('rosbag1', path, (path,))
         return None
     if is_bag_folder(path):
         return Recording('bag', path, tuple(_bag_files(path)))
@@ -116,14 +133,14 @@ def find_recordings(paths: Iterable[str | Path], *, videos: bool = True) -> list
             raise RobodataError(f'{path}: no such file or directory')
         here = recording_at(path)
         if here is not None:
-            if here.kind in ('video', 'lerobot') and not videos:
-                what = 'a video' if here.kind == 'video' else 'a LeRobot dataset'
-                raise RobodataError(f'{path}: {what}, not a bag: run `robodata import {path} --dataset D` first')
+            if here.kind in IMPORT_FIRST and not videos:
+                raise RobodataError(f'{path}: {IMPORT_FIRST[here.kind]}, not a rosbag2 bag: run `robodata import '
+                                    f'{path} --dataset D` first')
             found.append(here)
             continue
         if path.is_file():
-            raise RobodataError(f'{path}: not a bag or a video (expected a bag folder, .mcap, .db3, or one of '
-                                f'{", ".join(VIDEO_SUFFIXES)})')
+            raise RobodataError(f'{path}: not a bag or a video (expected a bag folder, .mcap, .db3, a ROS 1 .bag, '
+                                f'or one of {", ".join(VIDEO_SUFFIXES)})')
         inside = list(_walk(path, videos))
         if not inside:
             kinds = 'bags or videos' if videos else 'bags'
@@ -143,7 +160,7 @@ def _walk(folder: Path, videos: bool) -> Iterable[Recording]:
             continue  # hidden: our own staging folders, editors' temporary files
         recording = recording_at(entry)
         if recording is not None:
-            if recording.kind not in ('video', 'lerobot') or videos:
+            if recording.kind not in IMPORT_FIRST or videos:
                 yield recording
         elif entry.is_dir() and not entry.is_symlink():
             yield from _walk(entry, videos)
