@@ -17,7 +17,7 @@ STAMP_VENV := $(VENV)/.robodata-requirements
 STAMP_EDITABLE := $(VENV)/.robodata-editable
 STAMP_COLCON := install/.robodata-colcon
 
-.PHONY: demo test setup lint clean distclean
+.PHONY: demo test setup lint docs clean distclean
 
 setup: $(STAMP_VENV) $(STAMP_COLCON) $(STAMP_EDITABLE)
 
@@ -33,6 +33,12 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check ros_robodata test bench tools
+
+# The documentation site, offline: docs/cli.md from the parser, then MkDocs into build/site/ (no warning allowed).
+docs: setup
+	$(PY) tools/cli_reference.py
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+	@echo "docs: build/site/index.html"
 
 # System libraries some wheels link (libusb-1.0 for open3d): apt, when missing and allowed (tools/system_deps.sh).
 $(STAMP_SYSTEM): tools/system_deps.sh

@@ -1,4 +1,4 @@
-"""The package as a Python user meets it: the README's "From Python" example runs as written, the front door
+"""The package as a Python user meets it: the "From Python" journey's example runs as written, the front door
 names what it promises, and the layout keeps the core free of ROS and of the command line."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import ros_robodata
-from ros_robodata.dataset import Dataset, Episode
+from ros_robodata.dataset import Dataset
 from ros_robodata.profile import load_profile
 from ros_robodata.sim.to_bag import write_sim_episode
 
@@ -22,37 +22,34 @@ PACKAGE = ROOT / 'ros_robodata'
 
 
 def readme_example() -> str:
-    text = (ROOT / 'README.md').read_text(encoding='utf-8')
-    section = text[text.index('## From Python'):]
-    match = re.search(r'```python\n(.*?)```', section, re.S)
-    assert match, 'the README has no python example under "From Python"'
+    """The Python journey's example (docs/journeys/python.md), which the front page links to."""
+    text = (ROOT / 'docs' / 'journeys' / 'python.md').read_text(encoding='utf-8')
+    match = re.search(r'```python\n(.*?)```', text, re.S)
+    assert match, 'docs/journeys/python.md has no python example'
     return match.group(1)
 
 
-def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    """In a folder laid out as the example expects: the demo dataset (simulated episodes with cameras) and a
-    folder of old bags; it runs in a fresh interpreter, as a user's script would."""
+def test_the_readme_example_runs_as_written(tmp_path: Path, demo_run: tuple[object, Path]) -> None:
+    """On a copy of what `robodata demo` writes, laid out as the example expects (robodata_demo/dataset, the
+    shipped profile under config/) beside a folder of old bags; in a fresh interpreter, as a user's script."""
+    _, demo = demo_run
+    shutil.copytree(demo / 'dataset', tmp_path / 'robodata_demo' / 'dataset')
     (tmp_path / 'config').mkdir()
     shutil.copy(ROOT / 'config' / 'sim_cell.yaml', tmp_path / 'config')
     profile = load_profile(tmp_path / 'config' / 'sim_cell.yaml')
-    dataset = Dataset.create(tmp_path / 'robodata_demo' / 'dataset', name='demo', profile=profile)
-    for seed in range(3):
-        episode_id = dataset.new_episode_id(now=1_700_000_000 + seed)
-        truth = write_sim_episode(dataset.bag_dir(episode_id), profile, seed, cameras=True, image_size=(80, 60),
-                                  max_duration_s=6.0)
-        dataset.add_episode(Episode(id=episode_id, task='pick_cube', outcome=truth['outcome'], status='complete'))
-        dataset.record_checksums(episode_id)
+    dataset = Dataset.open(tmp_path / 'robodata_demo' / 'dataset')
     for seed in (7, 8):
         write_sim_episode(tmp_path / 'old_rig_bags' / f'run_{seed}', profile, seed, max_duration_s=6.0)
     result = subprocess.run([sys.executable, '-c', readme_example()], cwd=tmp_path, capture_output=True, text=True,
                             timeout=600, check=False)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == 'demo 3 episodes of sim_cell_arm'
+    assert lines[0] == 'dataset 2 episodes of sim_cell_arm'
+    assert len(lines[2].split(' ')) >= 3  # the worst scored episode: id, score, first reason
     assert all((dataset.episode_dir(i) / 'events.json').is_file() for i in dataset.episode_ids())
     assert all((dataset.episode_dir(i) / 'quality.json').is_file() for i in dataset.episode_ids())
     assert any(line.endswith('frames for labeling in frames') for line in lines)
-    assert any(line.startswith('3 LeRobot episodes,') for line in lines)
+    assert any(line.startswith('2 LeRobot episodes,') for line in lines)  # seeds 0 and 1: successes
     assert (tmp_path / 'training_set' / 'meta' / 'info.json').is_file()
     assert "'run_7'" in lines[-1] and "'run_8'" in lines[-1]
     assert sorted(p.name for p in (tmp_path / 'old_rig_bags').iterdir()) == ['run_7', 'run_8']

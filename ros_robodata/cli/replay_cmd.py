@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     'RViz with config/review.rviz.')
     p.add_argument('target', metavar='EPISODE|BAG',
                    help='an episode folder (DATASET/episodes/<id>), a dataset with --episode, or a bag')
-    p.add_argument('--episode', metavar='ID', help='the episode to replay when EPISODE|BAG is a dataset')
+    p.add_argument('--episode', metavar='ID', help='the episode to replay when EPISODE|BAG is a dataset; next: the '
+                   'first one of the review queue (`robodata select`) not reviewed yet')
     p.add_argument('--rate', type=float, default=1.0, help='speed: 1.0 recorded time, 2.0 twice as fast (default 1)')
     p.add_argument('--start', type=float, default=0.0, metavar='S',
                    help='start this many seconds after the bag\'s first message')
@@ -57,6 +58,8 @@ def episode_folder(target: str, episode: str | None) -> Path:
             ids = Dataset.open(path).episode_ids()
             shown = ', '.join(ids[:5]) + (f' and {len(ids) - 5} more' if len(ids) > 5 else '') if ids else 'none'
             raise RobodataError(f'{path}: a dataset: name the episode to replay with --episode ID (it has: {shown})')
+        if episode == NEXT:
+            episode = _next_in_queue(Dataset.open(path))
         folder = Dataset.open(path).episode_dir(episode)
         if not folder.is_dir():
             raise RobodataError(f'{path}: no episode {episode} (`robodata list {path}` shows them)')
@@ -64,6 +67,22 @@ def episode_folder(target: str, episode: str | None) -> Path:
     if episode:
         raise RobodataError(f'{path}: --episode is for a dataset, and this is not one')
     return path
+
+
+NEXT = 'next'  # --episode next: the first episode of the review queue not reviewed yet
+
+
+def _next_in_queue(dataset: Dataset) -> str:
+    """What a reviewer watches next: the best-ranked episode of the stored review queue without a reviewed
+    verdict."""
+    queued = sorted((row for row in dataset.list() if row.review_rank is not None), key=lambda r: r.review_rank or 0)
+    if not queued:
+        raise RobodataError(f'{dataset.root}: --episode next plays the review queue, and there is none yet: run '
+                            f'`robodata select {dataset.root}` first')
+    waiting = [row for row in queued if not row.reviewed_outcome]
+    if not waiting:
+        raise RobodataError(f'{dataset.root}: every episode of the review queue ({len(queued)}) has been reviewed')
+    return waiting[0].id
 
 
 def _episode_of(folder: Path) -> Path | None:

@@ -118,15 +118,15 @@ def frame_loss_advice(topic: str, mean_bytes: float, participants: list[ShmParti
     size = _size(int(mean_bytes))
     if participants is None:
         return (f'{topic} is losing messages of {size}; the cause is not known here (this computer\'s DDS '
-                f'participants cannot be read). If its driver runs on Fast DDS\'s defaults, see README, "Losing '
-                'nothing on a busy rig"')
+                f'participants cannot be read). If its driver runs on Fast DDS\'s defaults, see docs/recording.md, '
+                '"Losing nothing on a busy rig"')
     small = [p for p in participants if p.pid not in own_pids and p.segment_bytes < 2 * mean_bytes]
     if small:
         named = '; '.join(f'pid {p.pid} ({p.command}): {_size(p.segment_bytes)}' for p in small[:4])
         return (f'{topic} is losing messages of {size}, and Fast DDS participants on this computer have a '
                 f'shared-memory segment too small for them ({named}), so those frames go as UDP fragments: restart '
                 f'the one that is its driver with {PROFILE_ENV[0]}={_rig_profile()} (the publisher\'s side decides; '
-                f'see README, "Losing nothing on a busy rig")')
+                f'see docs/recording.md, "Losing nothing on a busy rig")')
     return (f'{topic} is losing messages of {size}, and no DDS profile change will help on this computer: every '
             f'Fast DDS participant here already has a shared-memory segment that holds them. The cause is not known '
             f'here: this computer short of CPU (see `top`), or its driver on another computer (then the network)')

@@ -27,7 +27,7 @@ _END = object()
 
 @dataclass(frozen=True)
 class ReplayOptions:
-    """What `robodata replay` and the player node's parameters set (see the README's replay section)."""
+    """What `robodata replay` and the player node's parameters set (see docs/replay.md)."""
 
     rate: float = 1.0
     start_s: float = 0.0  # from the bag's first message
