@@ -691,6 +691,16 @@ def test_a_shipped_profile_is_found_by_its_name_outside_the_clone(tmp_path, caps
     assert code == 1 and 'config/no_such_arm.yaml' in err
 
 
+def test_the_help_says_what_the_commands_do(capsys):
+    with pytest.raises(SystemExit):
+        main(['score', '--help'])
+    assert 'they decode every frame of every camera' in ' '.join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        main(['--help'])
+    top = ' '.join(capsys.readouterr().out.split())
+    assert 'export episodes for other tools: frames for labeling, a LeRobot training set' in top
+
+
 def test_a_misspelled_option_is_named_by_its_command(capsys):
     with pytest.raises(SystemExit) as stop:
         main(['score', 'somewhere', '--workrs', '2'])

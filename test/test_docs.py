@@ -40,6 +40,7 @@ class Block:
     lang: str
     title: str
     text: str
+    said: str = ''  # what running it printed
 
     @property
     def commands(self) -> list[str]:
@@ -123,6 +124,7 @@ def run_page(page: str, workspace: Path, demo: Path, bags: Path) -> list[Block]:
         done = subprocess.run(['bash', '-e', '-c', block.text], cwd=workspace, env=env, capture_output=True,
                               text=True, timeout=900, check=False)
         assert done.returncode == 0, f'{page}: {block.text}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}'
+        block.said = done.stdout + done.stderr
         for started, process, master in running:
             if master is not None:
                 os.write(master, b'q')
@@ -156,6 +158,11 @@ def test_the_operators_journey_runs_as_written(tmp_path: Path, demo_run: tuple[o
     dataset = Dataset.open(tmp_path / 'my_rig')
     episodes = [dataset.episode(i) for i in dataset.episode_ids()]
     assert len(episodes) == 2 and {e.status for e in episodes} == {'complete'}
+    # The cell says each episode's acted time (from its start to its end), not the wait at home before it.
+    said = [float(s) for s in re.findall(r'episode \d \(seed \d+\): \w+, ([0-9.]+) s', ran[2].said)]
+    marked = sorted((e.marked_stop_ns - e.marked_start_ns) / 1e9 for e in episodes
+                    if e.marked_stop_ns is not None and e.marked_start_ns is not None)
+    assert len(said) == 2 and all(abs(a - b) < 1.0 for a, b in zip(sorted(said), marked, strict=True)), (said, marked)
     assert all(e.outcome != 'unknown' for e in episodes)  # the cell labelled them as an operator would
     assert all((dataset.episode_dir(e.id) / 'quality.json').is_file() for e in episodes)
     assert (tmp_path / 'my_rig_report.html').is_file()

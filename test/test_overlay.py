@@ -115,6 +115,16 @@ def test_each_event_is_the_headline_from_its_stamp_on_in_the_subtask_it_falls_in
     assert view.at((start + end) // 2).progress == pytest.approx(0.5)
 
 
+def test_an_episode_nobody_reviewed_yet_is_shown_without_a_note(episode: dict[str, Any], tmp_path: Path) -> None:
+    """No annotations.json is the usual case before review: no warning line beside the player's status line."""
+    import shutil
+
+    copy = tmp_path / 'episodes' / EPISODE
+    shutil.copytree(episode['episode_dir'], copy, ignore=shutil.ignore_patterns('bag', 'annotations.json'))
+    view = load_episode_view(copy)
+    assert view.notes == [] and view.labels == [] and view.events
+
+
 def test_a_finding_is_active_over_its_time_window_and_the_reviewers_say_is_shown(episode: dict[str, Any]) -> None:
     view = load_episode_view(episode['episode_dir'])
     quality = json.loads((episode['episode_dir'] / 'quality.json').read_text())

@@ -208,6 +208,7 @@ def test_unreadable_sidecars_are_one_warning_each_and_the_overlay_keeps_running(
     folder = tmp_path / 'ds' / 'episodes' / 'broken'
     folder.mkdir(parents=True)
     (folder / 'events.json').write_text('{"events": [{"kind": "grasp"}]}')  # no t_ns
+    (folder / 'annotations.json').write_text('{"revisions": ')  # cut short (a missing one is no warning at all)
     domain = new_domain()
     log = tmp_path / 'overlay.log'
     node = _start_overlay(domain, log, f'episode:={folder}')
