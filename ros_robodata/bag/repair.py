@@ -67,10 +67,35 @@ def repair_bag(path: str | Path) -> RepairReport:
 
 
 def _rewrite(reader: BagReader, path: Path) -> RepairReport:
-    report = RepairReport(path)
+    """The readable messages into a new bag beside the damaged one, then swapped in. The space it needs is checked
+    first (at most the damaged files' size: what is readable of them, rewritten); a write that fails anyway (the
+    disk filled meanwhile, a read-only mount) removes the half-written copy and changes nothing."""
     work = path.parent / f'.{path.name}.repairing'
     if work.exists():
         shutil.rmtree(work)  # a previous repair that died; the originals are still in place
+    need = sum(f.stat().st_size for f in reader.files if f.exists()) + REPAIR_MARGIN_BYTES
+    free = shutil.disk_usage(path).free
+    if free < need:
+        raise BagError(f'{path}: repair writes a new bag beside the damaged one and needs about {_mib(need)} free on '
+                       f'that disk; {_mib(free)} is free. Free some space (or copy the episode to a disk with room) '
+                       'and run it again; nothing was changed')
+    try:
+        return _rewrite_into(reader, path, work)
+    except OSError as err:
+        shutil.rmtree(work, ignore_errors=True)
+        raise BagError(f'{path}: repair could not write the new bag ({err.strerror or err}; '
+                       f'{_mib(shutil.disk_usage(path).free)} free now); nothing was changed') from None
+
+
+REPAIR_MARGIN_BYTES = 1 << 20  # metadata.yaml, the MCAP summary and index
+
+
+def _mib(n: int) -> str:
+    return f'{n / 2**20:.1f} MiB'
+
+
+def _rewrite_into(reader: BagReader, path: Path, work: Path) -> RepairReport:
+    report = RepairReport(path)
     work.mkdir()
     staged = work / path.name
     store = reader.typestore

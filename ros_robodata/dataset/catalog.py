@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -88,6 +89,28 @@ class CatalogRow:
         return dict(self.__dict__)
 
 
+FULL_BELOW_BYTES = 1 << 20  # a disk with less free than this is full for SQLite (its WAL side files, a page)
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        return shutil.disk_usage(path.parent).free < FULL_BELOW_BYTES
+    except OSError:
+        return False
+
+
+def _free(path: Path) -> str:
+    try:
+        return f'{shutil.disk_usage(path.parent).free / 2**20:.1f} MiB'
+    except OSError:
+        return 'unknown'
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that creates no file: immutable (the WAL's side files are neither made nor read)."""
+    return sqlite3.connect(f'{path.resolve().as_uri()}?mode=ro&immutable=1', uri=True, timeout=30.0)
+
+
 class Catalog:
     """The dataset's index. Connections are short-lived so several processes can share it."""
 
@@ -103,27 +126,49 @@ class Catalog:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         read_only = self.read_only
+        full = False
         try:
             if read_only:  # immutable: no -wal/-shm files to create, nobody can be writing it
-                conn = sqlite3.connect(f'{self.path.resolve().as_uri()}?mode=ro&immutable=1', uri=True, timeout=30.0)
+                conn = _open_read_only(self.path)
             else:
                 conn = sqlite3.connect(self.path, timeout=30.0)
+                try:
+                    conn.execute('PRAGMA journal_mode=WAL')
+                    conn.execute('PRAGMA synchronous=FULL')
+                except sqlite3.OperationalError:
+                    if not _disk_full(self.path):
+                        raise
+                    # A full disk cannot take the WAL's side files: read as it is, so that a command that only
+                    # reads (list, report --out elsewhere) still works; a change then says why it cannot be made.
+                    conn.close()
+                    conn, full = _open_read_only(self.path), True
         except sqlite3.Error as err:
-            raise DatasetError(f'{self.path}: cannot open catalog: {err}') from None
+            raise DatasetError(f'{self.path}: cannot open catalog: {self._cause(err)}') from None
         try:
-            if not read_only:
-                conn.execute('PRAGMA journal_mode=WAL')
-                conn.execute('PRAGMA synchronous=FULL')
             with conn:
                 yield conn
         except sqlite3.DatabaseError as err:
+            if full or _disk_full(self.path):
+                raise DatasetError(f'{self.path.parent}: the disk holding the dataset is full '
+                                   f'({_free(self.path)} free): this command would change it; free some space and '
+                                   'run it again (nothing was changed)') from None
             if read_only and 'readonly' in str(err):
                 raise DatasetError(f'{self.path.parent}: the dataset is read-only here: this command would change '
                                    'it (copy it somewhere writable, or ask for write permission)') from None
-            msg = f'{self.path}: catalog error: {err} (`robodata catalog rebuild` recreates it from the episodes)'
-            raise DatasetError(msg) from None
+            raise DatasetError(f'{self.path}: catalog error: {self._cause(err)}') from None
         finally:
             conn.close()
+
+    def _cause(self, err: sqlite3.Error) -> str:
+        """SQLite's words by their cause, with the advice that fits it ("disk I/O error" says none)."""
+        text = str(err)
+        if _disk_full(self.path):
+            return f'{text}: the disk is full ({_free(self.path)} free); free some space'
+        if not os.access(self.path.parent, os.W_OK):
+            return f'{text}: no permission to write in {self.path.parent}'
+        if 'malformed' in text or 'not a database' in text:
+            return f'{text} (`robodata catalog rebuild` recreates it from the episodes)'
+        return f'{text} (if the file is damaged, `robodata catalog rebuild` recreates it from the episodes)'
 
     def create(self) -> None:
         with self._connect() as conn:

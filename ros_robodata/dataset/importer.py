@@ -35,7 +35,7 @@ from ros_robodata.dataset.import_rosbag1 import CONVERTED_NOTE, converted_rosbag
 from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id, find_recordings
 from ros_robodata.dataset.split import SplitSpec, find_windows, write_windows
 from ros_robodata.dataset.staging import commit_episode, import_lock, imported_from, staging_folder
-from ros_robodata.dataset.transfer import remove_source, transfer
+from ros_robodata.dataset.transfer import check_room, free_text, remove_source, transfer
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile, load_profile
 from ros_robodata.vocabulary import MODES, OUTCOMES
@@ -163,6 +163,7 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
         damaged = bool(reader.damaged_files)
         reader_notes = list(reader.notes)
     result.notes += check_topics(recording.path, topics, profile)
+    check_room(dataset, recording, 'copy' if options.method == 'link' and damaged else options.method)
     if options.split is None:
         result.episodes.append(_import_whole(dataset, recording, options, profile, who, cid, damaged,
                                              reader_notes, result.notes))
@@ -365,6 +366,13 @@ def import_recordings(sources: Iterable[str | os.PathLike[str]], dataset: Datase
         for recording in progress(recordings) if progress else recordings:
             try:
                 result = import_recording(target, recording, options, profile=checked)
+            except OSError as err:  # the dataset's disk filled (or went read-only) meanwhile: staging is gone
+                run.failed[str(recording.path)] = (f'{recording.path}: cannot write into {target.root}: '
+                                                   f'{err.strerror or err} ({free_text(target.root)} free); '
+                                                   'nothing of it was imported')
+                if on_result is not None:
+                    on_result(recording, run.failed[str(recording.path)])
+                continue
             except RobodataError as err:
                 run.failed[str(recording.path)] = ' '.join(str(err).split())
                 if on_result is not None:

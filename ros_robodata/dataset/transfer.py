@@ -6,11 +6,45 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
+from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.sources import METADATA_FILE, Recording
+from ros_robodata.errors import RobodataError
 
-__all__ = ['copy_hashing', 'remove_source', 'transfer']
+__all__ = ['check_room', 'copy_hashing', 'free_text', 'remove_source', 'transfer']
+
+ROOM_MARGIN_BYTES = 8 << 20  # episode.yaml, the catalog's growth, metadata: what an import writes beside the bag
+
+
+def free_text(path: Path) -> str:
+    """The free space on `path`'s disk, as a person reads it."""
+    try:
+        return f'{shutil.disk_usage(path).free / 2**20:.1f} MiB'
+    except OSError:
+        return 'unknown'
+
+
+def check_room(dataset: Dataset, recording: Recording, method: str) -> None:
+    """Refuse, before anything is written, an import the dataset's disk has no room for: a copy needs the
+    recording's size there; a link needs none, nor a move within one file system (a hard link).
+
+    Raises:
+        RobodataError: Naming the space needed and the space free.
+    """
+    if method == 'link':
+        return
+    if method == 'move':
+        with contextlib.suppress(OSError):
+            if os.stat(recording.files[0]).st_dev == os.stat(dataset.root).st_dev:
+                return
+    need = recording.size_bytes + ROOM_MARGIN_BYTES
+    free = shutil.disk_usage(dataset.root).free
+    if free < need:
+        raise RobodataError(f'{recording.path}: importing it needs about {need / 2**20:.1f} MiB free on the disk of '
+                            f'{dataset.root}; {free / 2**20:.1f} MiB is free. Free some space (or --link it where '
+                            'it lies); nothing of it was imported')
 
 
 def transfer(recording: Recording, bag: Path, method: str) -> dict[str, str]:

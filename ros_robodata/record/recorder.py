@@ -45,6 +45,7 @@ STATUS_PERIOD_S = 1.0
 # outbox), bag chunks go to disk uncompressed, until the backlog is down to the lower figure. zstd takes about
 # half the writer's CPU on camera frames, which it shrinks by a fifth; on a busy computer that CPU is intake's.
 BEHIND_BYTES = 64 << 20
+SAVE_RETRY_S = 2.0  # how often an episode.yaml a full disk refused is tried again
 CAUGHT_UP_BYTES = 16 << 20
 
 
@@ -141,6 +142,8 @@ class EpisodeRecorder:
         self._next_flush = 0.0
         self._snapshot: dict[str, Any] | None = None
         self._next_snapshot = 0.0
+        self._unsaved: Episode | None = None  # closed by a storage error before its episode.yaml could be written
+        self._next_save_retry = 0.0
         self._closed = False
         self._thread = threading.Thread(target=self._run, name='episode-writer', daemon=True)
         self._thread.start()
@@ -362,6 +365,7 @@ class EpisodeRecorder:
     def _start(self, episode_id: str, task: str, operator: str, mode: str, t_ns: int) -> Episode:
         if self._episode is not None:
             raise RecorderError(f'episode {self._episode.id} is recording; stop it first')
+        self._save_unsaved()
         s = self.settings
         pre = self._preroll.take(t_ns - int(s.pre_roll_s * 1e9))
         first_t = min([t_ns, *(item.t_ns for item in pre)])
@@ -507,7 +511,24 @@ class EpisodeRecorder:
         self._ended_by_writer(self._episode.id)
         return self._stop(status, t_ns, f'closed on shutdown ({status})')
 
+    def _save_unsaved(self) -> None:
+        """Write the episode.yaml (and catalog row) a full disk kept from being written, once there is room, so
+        the dataset never says `recording` for an episode that ended."""
+        episode = self._unsaved
+        if episode is None:
+            return
+        try:
+            self.dataset.save_episode(episode)
+        except (OSError, RobodataError):
+            return  # still no room: tried again while idle and at the next start
+        self._unsaved = None
+        self._warn(f'episode {episode.id}: episode.yaml written now that the disk has room again (status '
+                   f'{episode.status}; `robodata repair` makes its bag whole)')
+
     def _periodic(self, now: float) -> None:
+        if self._unsaved is not None and now >= self._next_save_retry:
+            self._next_save_retry = now + SAVE_RETRY_S
+            self._save_unsaved()
         if now >= self._next_snapshot:
             self._next_snapshot = now + STATUS_PERIOD_S
             self._snapshot = self._status()  # one reference swap: readers see an old or a new dict
@@ -551,6 +572,8 @@ class EpisodeRecorder:
         episode.stamp_start_ns, episode.stamp_stop_ns = stamp_range(self._stats.values())
         try:
             self.dataset.save_episode(episode)
-        except OSError as save_err:
-            self._warn(f'could not update episode.yaml of {episode.id}: {save_err}')
+        except (OSError, RobodataError) as save_err:
+            self._unsaved = episode
+            self._warn(f'could not write episode.yaml of {episode.id} yet ({save_err}): it is written as soon as '
+                       'the disk has room again')
         self._notify(Transition('stop', episode, t_ns, text))

@@ -1,0 +1,184 @@
+"""Storage faults on a real file system: a small tmpfs the test mounts (this machine and CI run as root), not a
+mocked errno. A command that meets a full disk says so in one line, leaves no temporary behind and changes no
+file that was there."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ros_robodata.cli.main import main
+from ros_robodata.dataset import Dataset, Episode
+from ros_robodata.profile import load_profile
+from ros_robodata.sim.to_bag import write_sim_episode
+from test.profiles import PROFILE
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MiB tmpfs, as a user's data disk that can fill up."""
+    mount = tmp_path / 'disk'
+    mount.mkdir()
+    done = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', str(mount)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f'cannot mount a small file system here ({done.stderr.strip() or done.returncode}): the '
+                    'storage tests need to run as root')
+    try:
+        yield mount
+    finally:
+        subprocess.run(['umount', '-l', str(mount)], check=False)
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+def _unchanged(before: dict[str, str], after: dict[str, str], *, may_add: tuple[str, ...] = ()) -> bool:
+    """Every file that was there holds the same bytes, and nothing was added but `may_add` (SQLite's own side
+    files, the import lock: no temporaries, no half-written copies)."""
+    added = set(after) - set(before)
+    return {k: after.get(k) for k in before} == before and all(a.endswith(may_add) for a in added) if may_add \
+        else after == before
+
+
+def _fill(disk: Path, leave_bytes: int) -> Path:
+    """A file that takes the disk's free space down to `leave_bytes`."""
+    filler = disk / 'filler'
+    free = shutil.disk_usage(disk).free
+    with filler.open('wb') as f:
+        f.write(b'\0' * max(0, free - leave_bytes))
+    return filler
+
+
+def test_repair_on_a_disk_without_room_says_what_it_needs_and_changes_nothing(
+        small_disk: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The episode the recorder closed when the disk filled: `robodata repair` on that disk (too little room for
+    the rewrite) says how much it needs and what is free, leaves no half-written copy (which would keep the disk
+    full for the next episode) and changes no file; with room again, the same repair makes the bag whole."""
+    profile = load_profile(PROFILE)
+    dataset = Dataset.create(small_disk / 'ds', profile=profile)
+    truth = write_sim_episode(dataset.bag_dir('cut'), profile, seed=1, cameras=True, image_size=(160, 120),
+                              max_duration_s=4.0)
+    dataset.add_episode(Episode(id='cut', task='pick_cube', status='recording', start_ns=truth['start_ns']))
+    (mcap,) = dataset.bag_dir('cut').glob('*.mcap')
+    size = mcap.stat().st_size
+    assert size > 2 << 20
+    with mcap.open('r+b') as f:
+        f.truncate(size * 3 // 4)
+    (dataset.bag_dir('cut') / 'metadata.yaml').unlink()  # as a recorder killed mid-episode leaves it
+    filler = _fill(small_disk, leave_bytes=size // 4)
+    before = _hashes(dataset.root)
+
+    code = main(['repair', str(dataset.root)])
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith('cut'))
+    assert code != 0 and 'needs about' in line and 'MiB free on that disk' in line, out
+    assert 'nothing was changed' in line
+    assert not list(small_disk.rglob('*.repairing')) and _hashes(dataset.root) == before
+
+    filler.unlink()
+    assert main(['repair', str(dataset.root)]) == 0
+    episode = Dataset.open(dataset.root).episode('cut')
+    assert episode.status == 'incomplete' and sum(int(t['count']) for t in episode.topics.values()) > 0
+    assert (dataset.bag_dir('cut') / 'damaged' / mcap.name).stat().st_size == size * 3 // 4
+
+
+def test_a_full_disk_still_lets_you_read_the_dataset_and_a_change_says_why_not(
+        small_disk: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Commands that only read (list, info, report --out on another disk) work on a dataset whose disk is full:
+    the catalog is read as it is, without the WAL's side files. A change says the disk is full, in one line, and
+    changes nothing."""
+    profile = load_profile(PROFILE)
+    dataset = Dataset.create(small_disk / 'ds', profile=profile)
+    for n, seed in enumerate((1, 2)):
+        truth = write_sim_episode(dataset.bag_dir(f'ep{n}'), profile, seed=seed, max_duration_s=4.0)
+        dataset.add_episode(Episode(id=f'ep{n}', task='pick_cube', status='complete', outcome='success',
+                                    start_ns=truth['start_ns']))
+        dataset.record_checksums(f'ep{n}')
+    assert main(['score', str(dataset.root)]) == 0
+    capsys.readouterr()
+    for side in small_disk.glob('ds/catalog.sqlite-*'):
+        side.unlink(missing_ok=True)  # as after the last writer closed
+    _fill(small_disk, leave_bytes=0)
+    before = _hashes(dataset.root)
+
+    assert main(['list', str(dataset.root)]) == 0
+    assert 'ep0' in capsys.readouterr().out
+    assert main(['report', str(dataset.root), '--out', str(tmp_path / 'report.html')]) == 0
+    assert (tmp_path / 'report.html').is_file()
+    capsys.readouterr()
+    assert main(['set', str(dataset.episode_dir('ep0')), '--outcome', 'failure']) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and 'disk' in err and 'full' in err, err
+    assert _unchanged(before, _hashes(dataset.root), may_add=('catalog.sqlite-wal', 'catalog.sqlite-shm'))
+    assert not [p for p in small_disk.rglob('*') if p.name.startswith('.') and p.name.endswith('.tmp')]
+
+
+def test_the_recorder_writes_the_episode_a_full_disk_closed_once_there_is_room(small_disk: Path) -> None:
+    """The disk fills during an episode so completely that not even its episode.yaml can be written: once space
+    is back the recorder writes it by itself (incomplete, not `recording`), and the next episode is complete."""
+    import time
+
+    from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings
+
+    profile = load_profile(PROFILE)
+    dataset = Dataset.create(small_disk / 'ds', profile=profile)
+    warnings: list[str] = []
+    rec = EpisodeRecorder(dataset, RecorderSettings.from_profile(profile, compression='none', flush_interval_s=0.1,
+                                                                 pre_roll_s=0.0, min_episode_s=0.0),
+                          on_warning=warnings.append)
+    rec.add_topic('/camera/wrist/image_raw', 'sensor_msgs/msg/Image')
+    blob = b'\x00\x01\x00\x00' + bytes(200_000)
+    try:
+        first = rec.start()
+        filler = _fill(small_disk, leave_bytes=0)
+        deadline = time.monotonic() + 20
+        while not any('storage error' in w for w in warnings):
+            assert time.monotonic() < deadline, warnings
+            rec.on_message('/camera/wrist/image_raw', blob, time.time_ns())
+            time.sleep(0.01)
+        time.sleep(0.5)
+        assert Dataset.open(dataset.root).episode(first.id).status == 'recording'  # nothing could be written
+        assert any('written as soon as the disk has room again' in w for w in warnings), warnings
+        filler.unlink()
+        deadline = time.monotonic() + 10
+        while Dataset.open(dataset.root).episode(first.id).status == 'recording':
+            assert time.monotonic() < deadline, warnings
+            time.sleep(0.2)
+        assert Dataset.open(dataset.root).episode(first.id).status == 'incomplete'
+        second = rec.start()
+        rec.on_message('/camera/wrist/image_raw', blob, time.time_ns())
+        rec.stop()
+    finally:
+        rec.close()
+    assert Dataset.open(dataset.root).episode(second.id).status == 'complete'
+
+
+def test_an_import_into_a_full_disk_is_one_line_and_leaves_nothing(small_disk: Path, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A bag bigger than the room left on the dataset's disk: refused before anything is written, with the space
+    it needs and the space free; the dataset as it was (its earlier episode untouched), no staging folder."""
+    profile = load_profile(PROFILE)
+    source = tmp_path / 'incoming' / 'take_1'
+    write_sim_episode(source, profile, seed=1, cameras=True, image_size=(160, 120), max_duration_s=4.0)
+    dataset = Dataset.create(small_disk / 'ds', profile=profile)
+    truth = write_sim_episode(dataset.bag_dir('ep0'), profile, seed=2, max_duration_s=2.0)
+    dataset.add_episode(Episode(id='ep0', task='pick_cube', status='complete', start_ns=truth['start_ns']))
+    dataset.record_checksums('ep0')
+    _fill(small_disk, leave_bytes=1 << 20)
+    before = _hashes(dataset.root)
+    code = main(['import', str(source), '--dataset', str(dataset.root)])
+    captured = capsys.readouterr()
+    assert code == 1 and len(captured.err.splitlines()) == 1, captured
+    assert 'needs about' in captured.err and 'MiB is free' in captured.err and 'nothing of it was imported' \
+        in captured.err
+    assert _unchanged(before, _hashes(dataset.root), may_add=('.import.lock',))
+    assert Dataset.open(dataset.root).episode_ids() == ['ep0']
+    assert not [p for p in dataset.root.rglob('*') if p.name.endswith(('.importing', '.tmp'))]
