@@ -93,6 +93,7 @@ def _check_expansion(text: str, where: str | Path, error: type[RobodataError], l
     if root is None:
         return
     size: dict[int, int] = {}
+    open_: set[int] = set()  # the nodes whose children are being counted: the path from the root
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -100,12 +101,17 @@ def _check_expansion(text: str, where: str | Path, error: type[RobodataError], l
             continue
         children = _children(node)
         if children_done or not children:
+            open_.discard(id(node))
             total = 1 + sum(size[id(child)] for child in children)
             if total > MAX_EXPANDED_NODES:
                 raise error(f'{where}: its aliases expand it to over {MAX_EXPANDED_NODES:,} values (an alias '
                             'bomb?): not a file of this kind')
             size[id(node)] = total
             continue
+        if any(id(child) in open_ or child is node for child in children):  # `a: &a [*a]` contains itself
+            raise error(f'{where}: an alias refers to a value that contains it (a recursive alias): not a file of '
+                        'this kind')
+        open_.add(id(node))
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in size)
 

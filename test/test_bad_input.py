@@ -15,6 +15,7 @@ import pytest
 
 from ros_robodata.cli.main import main
 from ros_robodata.errors import RobodataError
+from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.untrusted import MAX_EXPANDED_NODES, check_yaml, read_json, read_yaml
 
 BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x","x"]\n'
@@ -63,6 +64,21 @@ def test_an_alias_bomb_is_refused_before_anything_walks_it(tmp_path):
     path.write_text(BOMB)
     with within(5), pytest.raises(RobodataError, match=f'expand it to over {MAX_EXPANDED_NODES:,}'):
         read_yaml(path)
+
+
+@pytest.mark.parametrize('text', ['a: &a [*a]\n', 'b: &b {x: *b}\n', 'c: &c [1, [2, *c]]\n'])
+def test_a_recursive_alias_is_one_line_not_a_hang(tmp_path, capsys, text):
+    """A value that contains itself (found by a fuzz campaign: `robodata profile` and every command taking a
+    profile or a taxonomy hung on it) is refused at once, in every loader."""
+    path = tmp_path / 'p.yaml'
+    path.write_text(text)
+    with within(5), pytest.raises(RobodataError, match='a recursive alias'):
+        read_yaml(path)
+    with within(5):
+        assert main(['profile', str(path)]) == 1
+    assert 'a recursive alias' in capsys.readouterr().err
+    with within(5), pytest.raises(RobodataError, match='a recursive alias'):
+        load_taxonomy(path)
 
 
 def test_a_few_aliases_as_people_write_them_are_fine(tmp_path):
@@ -596,3 +612,44 @@ def test_report_names_a_sidecar_of_the_wrong_shape(tmp_path, capsys, make_demo_d
     code, err = run(capsys, 'report', root, '--out', tmp_path / 'report.html')
     line = one_line(err, 'report')
     assert code == 1 and sidecar in line and 'not what robodata score writes' in line and 'robodata score' in line
+
+
+@pytest.mark.parametrize('command', [['list'], ['info'], ['verify'], ['select', '--dry-run']])
+def test_a_catalog_row_whose_json_column_is_garbage_is_one_line(make_demo_dataset, capsys, command):
+    """A catalog edited by hand (or damaged): the episode and the column named, and the way out."""
+    import sqlite3
+
+    dataset = make_demo_dataset(2)
+    first = dataset.episode_ids()[0]
+    with sqlite3.connect(dataset.root / 'catalog.sqlite') as conn:
+        conn.execute("UPDATE episodes SET scores = ? WHERE id = ?", ('{not json', first))
+    conn.close()
+    with within(30):
+        assert main([*command, str(dataset.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert f'episode {first}: its scores column is not what robodata writes' in err
+    assert '`robodata catalog rebuild`' in err
+    assert main(['catalog', 'rebuild', str(dataset.root)]) == 0
+    assert main(['list', str(dataset.root)]) == 0
+
+
+@pytest.mark.parametrize('field, value, command, code', [
+    ('bag_sha256', 'abc123', ['verify'], 1),
+    ('topics', 3, ['catalog', 'rebuild'], 3),
+    ('start_ns', 'yesterday', ['verify'], 1),
+])
+def test_an_episode_yaml_field_of_the_wrong_type_is_named(make_demo_dataset, capsys, field, value, command, code):
+    """episode.yaml edited by hand (`bag_sha256: abc123`, `topics: 3`): the file and the field named, no traceback."""
+    import yaml
+
+    dataset = make_demo_dataset(2)
+    first = dataset.episode_ids()[0]
+    path = dataset.episode_dir(first) / 'episode.yaml'
+    data = yaml.safe_load(path.read_text())
+    data[field] = value
+    path.write_text(yaml.safe_dump(data))
+    with within(30):
+        assert main([*command, str(dataset.root)]) == code
+    said = ' '.join(''.join(capsys.readouterr()).split())  # verify reports it as a FAIL line, rebuild as skipped
+    assert f'{field}: expected' in said and first in said, said

@@ -256,8 +256,20 @@ class Catalog:
                 sql += f' WHERE {where}'
             sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
-        return [CatalogRow(*row[:13], json.loads(row[13]), json.loads(row[14]), row[15], row[16], row[17] or '',
-                           row[18] or '', row[19] or '') for row in rows]
+        return [CatalogRow(*row[:13], self._json(row, 13, 'scores'), self._json(row, 14, 'bag_sha256'), row[15],
+                           row[16], row[17] or '', row[18] or '', row[19] or '') for row in rows]
+
+    def _json(self, row: Any, index: int, column: str) -> dict[str, Any]:
+        """A JSON column of a row, as robodata wrote it; one line naming the episode when it is not."""
+        try:
+            value = json.loads(row[index])
+        except (TypeError, ValueError, RecursionError):
+            value = None
+        if not isinstance(value, dict):
+            raise DatasetError(f'{self.path}: episode {row[0]}: its {column} column is not what robodata writes (the '
+                               'catalog was edited or damaged): `robodata catalog rebuild` recreates it from the '
+                               'episode files')
+        return value
 
     def set_review(self, picked: dict[str, tuple[int, float, str]], excluded: dict[str, str]) -> None:
         """The review queue's columns, all episodes at once: (rank, priority, main reason) of each pick, the reason

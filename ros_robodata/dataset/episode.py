@@ -53,10 +53,29 @@ class Episode:
     source: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check_types()
         check_episode_id(self.id)
         check_choice('outcome', self.outcome, OUTCOMES, DatasetError)
         check_choice('mode', self.mode, MODES, DatasetError)
         check_choice('status', self.status, STATUSES, DatasetError)
+
+    def _check_types(self) -> None:
+        """Every field of the type robodata writes (an episode.yaml edited by hand: `topics: 3`, a sha256 where its
+        mapping belongs), said in one line naming the field, before any command walks it."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith('_ns'):
+                ok, what = value is None or (isinstance(value, int) and not isinstance(value, bool)), 'an integer'
+            elif f.name in ('topics', 'loss', 'bag_sha256', 'source'):
+                ok, what = isinstance(value, dict), 'a mapping'
+                if ok and f.name == 'topics':
+                    ok, what = all(isinstance(v, dict) for v in value.values()), 'a mapping of topic mappings'
+                if ok and f.name == 'bag_sha256':
+                    ok, what = all(isinstance(v, str) for v in value.values()), 'a mapping of file name to sha256'
+            else:
+                ok, what = isinstance(value, str), 'text'
+            if not ok:
+                raise DatasetError(f'{f.name}: expected {what}, got {type(value).__name__} {str(value)[:40]!r}')
 
     @property
     def duration_s(self) -> float | None:
