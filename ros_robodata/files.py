@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,19 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def free_bytes(path: Path) -> int | None:
+    """The free space on the disk holding `path` (None where it cannot be read)."""
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def mib(n: int | None) -> str:
+    """A byte count as a person reads a disk's room: '12.5 MiB' ('unknown' for None)."""
+    return 'unknown' if n is None else f'{n / 2**20:.1f} MiB'
 
 
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:

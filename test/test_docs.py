@@ -9,12 +9,12 @@ not run here: `make test` is what runs this file, and `make demo` is the `roboda
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -27,7 +27,7 @@ import pytest
 from ros_robodata.dataset import Dataset
 from ros_robodata.profile import load_profile
 from ros_robodata.sim.to_bag import write_sim_episode
-from test.ros_rig import new_domain, ros_env
+from test.ros_rig import new_domain, ros_env, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r'^```(\w+)([^\n]*)\n(.*?)^```', re.S | re.M)
@@ -100,7 +100,7 @@ def run_page(page: str, workspace: Path, demo: Path, bags: Path) -> list[Block]:
     shutil.copytree(bags, workspace / 'old_rig_bags')
     env = {**ros_env(new_domain()), 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',
            'TERM': 'xterm'}
-    running: list[tuple[Block, subprocess.Popen, int | None]] = []
+    running: list[tuple[Block, subprocess.Popen, int | None, Path | None]] = []
     ran = []
     for block in blocks(page):
         if block.lang != 'sh' or block.text == SETUP_BLOCK:
@@ -108,16 +108,16 @@ def run_page(page: str, workspace: Path, demo: Path, bags: Path) -> list[Block]:
         ran.append(block)
         if 'until Ctrl-C' in block.title:
             (command,) = block.commands
-            log = (workspace / f'terminal_{len(ran)}.log').open('w')
-            running.append((block, subprocess.Popen(shlex.split(command), cwd=workspace, env=env, stdout=log,
-                                                    stderr=subprocess.STDOUT), None))
+            log = workspace / f'terminal_{len(ran)}.log'
+            running.append((block, subprocess.Popen(shlex.split(command), cwd=workspace, env=env,
+                                                    stdout=log.open('w'), stderr=subprocess.STDOUT), None, log))
             time.sleep(3.0)
             continue
         if 'q to quit' in block.title:
             (command,) = block.commands
             master, slave = pty.openpty()
             running.append((block, subprocess.Popen(shlex.split(command), cwd=workspace, env=env, stdin=slave,
-                                                    stdout=slave, stderr=slave, close_fds=True), master))
+                                                    stdout=slave, stderr=slave, close_fds=True), master, None))
             os.close(slave)
             threading.Thread(target=_drain, args=(master,), daemon=True).start()  # a screen nobody reads blocks
             continue
@@ -125,18 +125,13 @@ def run_page(page: str, workspace: Path, demo: Path, bags: Path) -> list[Block]:
                               text=True, timeout=900, check=False)
         assert done.returncode == 0, f'{page}: {block.text}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}'
         block.said = done.stdout + done.stderr
-        for started, process, master in running:
-            if master is not None:
+        for started, process, master, log in running:
+            if master is not None:  # the keys screen quits on q; Ctrl-C only if it did not
                 os.write(master, b'q')
-            else:
-                process.send_signal(signal.SIGINT)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            logs = sorted(workspace.glob('terminal_*.log'))
-            said = logs[-1].read_text(errors='replace')[-3000:] if logs and master is None else ''
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(60)
+            stop_process(process, timeout=60)  # Ctrl-C, as in its terminal
+            said = log.read_text(errors='replace')[-3000:] if log is not None else ''
             assert process.returncode == 0, f'{page}: {started.text} exited {process.returncode}\n{said}'
         running = []
     return ran

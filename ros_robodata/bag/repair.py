@@ -20,6 +20,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.types import ROS_DISTRO
 from ros_robodata.bag.writer import BagWriter, qos_profile, write_metadata
 from ros_robodata.errors import BagError
+from ros_robodata.files import free_bytes, mib
 
 DAMAGED_DIR = 'damaged'
 
@@ -74,24 +75,20 @@ def _rewrite(reader: BagReader, path: Path) -> RepairReport:
     if work.exists():
         shutil.rmtree(work)  # a previous repair that died; the originals are still in place
     need = sum(f.stat().st_size for f in reader.files if f.exists()) + REPAIR_MARGIN_BYTES
-    free = shutil.disk_usage(path).free
-    if free < need:
-        raise BagError(f'{path}: repair writes a new bag beside the damaged one and needs about {_mib(need)} free on '
-                       f'that disk; {_mib(free)} is free. Free some space (or copy the episode to a disk with room) '
+    free = free_bytes(path)
+    if free is not None and free < need:
+        raise BagError(f'{path}: repair writes a new bag beside the damaged one and needs about {mib(need)} free on '
+                       f'that disk; {mib(free)} is free. Free some space (or copy the episode to a disk with room) '
                        'and run it again; nothing was changed')
     try:
         return _rewrite_into(reader, path, work)
     except OSError as err:
         shutil.rmtree(work, ignore_errors=True)
         raise BagError(f'{path}: repair could not write the new bag ({err.strerror or err}; '
-                       f'{_mib(shutil.disk_usage(path).free)} free now); nothing was changed') from None
+                       f'{mib(free_bytes(path))} free now); nothing was changed') from None
 
 
 REPAIR_MARGIN_BYTES = 1 << 20  # metadata.yaml, the MCAP summary and index
-
-
-def _mib(n: int) -> str:
-    return f'{n / 2**20:.1f} MiB'
 
 
 def _rewrite_into(reader: BagReader, path: Path, work: Path) -> RepairReport:

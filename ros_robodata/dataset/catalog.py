@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import Any
 
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.errors import DatasetError
+from ros_robodata.files import free_bytes, mib
 
 SCHEMA_VERSION = 1
 
@@ -93,17 +93,12 @@ FULL_BELOW_BYTES = 1 << 20  # a disk with less free than this is full for SQLite
 
 
 def _disk_full(path: Path) -> bool:
-    try:
-        return shutil.disk_usage(path.parent).free < FULL_BELOW_BYTES
-    except OSError:
-        return False
+    free = free_bytes(path.parent)
+    return free is not None and free < FULL_BELOW_BYTES
 
 
 def _free(path: Path) -> str:
-    try:
-        return f'{shutil.disk_usage(path.parent).free / 2**20:.1f} MiB'
-    except OSError:
-        return 'unknown'
+    return mib(free_bytes(path.parent))
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:

@@ -8,6 +8,7 @@ beside it) or a bag on its own (results are printed, nothing is written next to 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -281,9 +282,10 @@ def _bag_names(recordings: list[Recording], root: Path) -> list[str]:
     shared with another bag of the set (run_a/bag.mcap, run_b/bag.mcap), its folders below `root` joined by '-'
     (run_a, run_b): what the user sees in the folder listing, not bag, bag-2."""
     own = [recording.name for recording in recordings]
+    counts = Counter(own)
     out = []
     for recording, name in zip(recordings, own, strict=True):
-        if name in GENERIC_BAG_NAMES or own.count(name) > 1:
+        if name in GENERIC_BAG_NAMES or counts[name] > 1:
             try:
                 parts = [*recording.path.resolve().relative_to(root.resolve()).parent.parts]
             except ValueError:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.sources import METADATA_FILE, Recording
 from ros_robodata.errors import RobodataError
+from ros_robodata.files import free_bytes, mib
 
 __all__ = ['check_room', 'copy_hashing', 'free_text', 'remove_source', 'transfer']
 
@@ -20,10 +20,7 @@ ROOM_MARGIN_BYTES = 8 << 20  # episode.yaml, the catalog's growth, metadata: wha
 
 def free_text(path: Path) -> str:
     """The free space on `path`'s disk, as a person reads it."""
-    try:
-        return f'{shutil.disk_usage(path).free / 2**20:.1f} MiB'
-    except OSError:
-        return 'unknown'
+    return mib(free_bytes(path))
 
 
 def check_room(dataset: Dataset, recording: Recording, method: str) -> None:
@@ -40,11 +37,11 @@ def check_room(dataset: Dataset, recording: Recording, method: str) -> None:
             if os.stat(recording.files[0]).st_dev == os.stat(dataset.root).st_dev:
                 return
     need = recording.size_bytes + ROOM_MARGIN_BYTES
-    free = shutil.disk_usage(dataset.root).free
-    if free < need:
-        raise RobodataError(f'{recording.path}: importing it needs about {need / 2**20:.1f} MiB free on the disk of '
-                            f'{dataset.root}; {free / 2**20:.1f} MiB is free. Free some space (or --link it where '
-                            'it lies); nothing of it was imported')
+    free = free_bytes(dataset.root)
+    if free is not None and free < need:
+        raise RobodataError(f'{recording.path}: importing it needs about {mib(need)} free on the disk of '
+                            f'{dataset.root}; {mib(free)} is free. Free some space (or --link it where it lies); '
+                            'nothing of it was imported')
 
 
 def transfer(recording: Recording, bag: Path, method: str) -> dict[str, str]:
