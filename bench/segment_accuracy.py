@@ -681,6 +681,8 @@ def main() -> int:
     parser.add_argument('--only-rigs', action='store_true', help='only the further rig families')
     parser.add_argument('--blind-seeds', type=int, default=6,
                         help='seeds per scenario of each blind-built family (bench/rigs/; default 6)')
+    parser.add_argument('--family', help='with --only-blind: only these families (comma-separated; the '
+                        'dataset checks then run on the first)')
     parser.add_argument('--no-blind', action='store_true', help='leave out the blind-built families')
     parser.add_argument('--only-blind', action='store_true', help='only the blind-built families')
     parser.add_argument('--held-back', action='store_true',
@@ -700,6 +702,13 @@ def main() -> int:
     demo_episodes = args.demo_episodes or (1 if args.quick else 2)
     if args.only_blind or args.held_back:
         names = list(blind_rigs.HELD_BACK) if args.held_back else blind_rigs.families()
+        if args.family:
+            chosen = [n.strip() for n in args.family.split(',') if n.strip()]
+            unknown = sorted(set(chosen) - set(names))
+            if unknown:
+                parser.error(f'no such {"held-back" if args.held_back else "working-set"} family: '
+                             f'{", ".join(unknown)} (here: {", ".join(names)})')
+            names = chosen
         label = 'held-back' if args.held_back else 'blind'
         verdicts = blind_accuracy(args.blind_seeds, names, label=label)
         verdicts += blind_verdicts(2, names, names[0], label=label)

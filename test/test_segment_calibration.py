@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ros_robodata.cli.main import main
@@ -136,3 +137,28 @@ def test_the_success_verdict_follows_the_physics_on_a_follower_with_a_part_way_s
         follower_dataset: dict[str, Any]) -> None:
     run = B.judge(follower_dataset['run'], follower_dataset['root'])
     assert run.agreeing >= len(run.outcomes) - 1, run.verdicts
+
+
+def test_single_readings_off_the_fingers_path_are_dropped_and_said() -> None:
+    """A tracker that mis-reads a marker now and then (a reading 5-25 mm off, straight back at the next) changes
+    no event: the same grasps, releases and misses at the same stamps, and the episode says how many readings it
+    dropped. A real sudden change (the fingers stopping on the part, springing open) is not one of them."""
+    family = B.load('gantry_parallel')
+    gripper_topic = family.profile.topics.gripper.topic
+    rng = np.random.default_rng(7)
+    for seed, scenario in ((0, 'success'), (1, 'slip'), (2, 'miss')):
+        episode = family.episode(seed, scenario)
+        clean = B.segment(episode, family.profile)
+        stream = episode['streams'][gripper_topic]
+        positions = stream['position'].copy()
+        n = len(positions)
+        spiked = rng.choice(np.arange(5, n - 5, 3), size=max(3, n // 50), replace=False)
+        column = stream['names'].index(family.profile.topics.gripper.joint)
+        positions[spiked, column] += rng.choice([-1, 1], size=len(spiked)) * rng.uniform(0.005, 0.025, len(spiked))
+        noisy = B.segment({**episode, 'streams': {**episode['streams'],
+                                                  gripper_topic: {**stream, 'position': positions}}}, family.profile)
+        for kind in (GRASP, RELEASE, GRASP_FAILED):
+            assert _paired(_found(clean, kind), _found(noisy, kind), 5_000_000), (seed, scenario, kind)
+        said = [line for line in noisy.inputs if 'dropped as spikes' in line]
+        assert said and int(said[0].split()[0]) >= 0.9 * len(spiked), (said, len(spiked))
+        assert not [line for line in clean.inputs if 'dropped as spikes' in line], clean.inputs

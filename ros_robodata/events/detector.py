@@ -96,6 +96,8 @@ PAUSE_MIN_S = 0.15
 # A finger pushing the object before the other arrives (an off-centre object) is looked for this long before the
 # fingers stopped.
 TOUCH_S = 0.3
+# More than this share of the gripper's readings dropped as spikes is worth a warning.
+SPIKE_SHARE = 0.05
 # A gripper that travelled this share of its stroke with no event at all is worth a warning.
 UNEXPLAINED_STROKE = 0.5
 
@@ -198,6 +200,8 @@ class EventDetector:
         used = self.calibration.stroke
         self._closed, self._stroke = used.closed, used.span
         self._g_last: tuple[int, float, float] | None = None  # stamp, x, v
+        # The last gap in the gripper stream: the sample before it (stamp, x, v) and the stamp that ended it.
+        self._gap: tuple[tuple[int, float, float], int] | None = None
         self._g_periods: deque[int] = deque(maxlen=50)
         self._g_period = 10_000_000.0  # their median, kept as they come (asked for many times a sample)
         self._speed = FingerSpeed()
@@ -208,6 +212,7 @@ class EventDetector:
                          if settings.has_command else None)
         self._x_range: tuple[float, float] | None = None  # the fingers' travel, for the no-event warning
         self.gripper_samples = 0
+        self._spikes: tuple[int, float] = (0, 0.0)  # readings the segmenter's spike gate dropped, the largest jump
         self._still_ns: int | None = None  # the last gripper sample where the fingers stood still, and where
         self._still_x: float | None = None
         self._opened_ns: int | None = None  # when the fingers last opened (a release, a failed grasp reopened)
@@ -250,7 +255,7 @@ class EventDetector:
             return self.settings.gripper_velocity_threshold / abs(self._stroke)
         # A reading that jitters by a step or two of its quantisation (a servo's counts) makes a speed that is
         # no motion: QUANTUM_STEPS of them over the speed's span are below the threshold.
-        return max(MIN_STROKE_SPEED, NOISE_SIGMAS * math.sqrt(2) * self._x_noise.sigma / self._speed.span_s,
+        return max(MIN_STROKE_SPEED, NOISE_SIGMAS * self._x_noise.sigma * self._speed.noise_gain,
                    QUANTUM_STEPS * min(self._x_noise.step, QUANTUM_MAX) / self._speed.span_s)
 
     @property
@@ -326,10 +331,10 @@ class EventDetector:
             typical = self._period_ns() if self._g_periods else period
             self._g_periods.append(period)
             self._g_period = float(statistics.median(self._g_periods))
-            if period > 5 * typical:  # a gap in the stream: the jump across it is not motion we saw
-                self._x_noise.reset_last()
-                self._v_noise.reset_last()
-                self._speed.gap()
+            if period > 5 * typical:  # a gap in the stream: the jump across it is no noise; the speed keeps it
+                self._gap = (last, r.stamp_ns)
+                self._x_noise.reset_last()  # (fingers that moved while unseen did move: a tracker loses its
+                self._v_noise.reset_last()  # markers most while the hand closes them on the object)
         trusted = not self._speed.distrusted
         v = self._speed.update(r.stamp_ns, x, r.velocity / self._stroke, self._position_speed_threshold)
         if trusted and self._speed.distrusted:  # what was learnt of the message's speed is not this speed
@@ -525,6 +530,9 @@ class EventDetector:
             knee = _knee(g.fast_pts, g.slow_pts)
             if knee is not None:  # better: where the closing's line meets the line of what came after it
                 contact, g.knee_x = knee
+            unseen = self._stop_in_gap(g, stop_x)
+            if unseen is not None:  # the fingers stopped while unseen: the estimate comes from the gap's ends
+                contact = unseen
             g.stall_ns, g.stall_x, g.stop_ns, g.moving, g.fast = t, x, contact, None, None
             touch = self._first_touch(g, contact)
             touched_first = touch is not None and touch[0] < contact
@@ -661,6 +669,22 @@ class EventDetector:
             self._emit(out, RELEASE, start, t, 0.95 if placed or v > 0 else 0.8, evidence)
         self._emit(out, CONTACT_LOST, start, t, 0.9, evidence[:1])
         self._to_idle(opened_at=start)
+
+    def _stop_in_gap(self, g: _Grasp, stop_x: float) -> int | None:
+        """When the stream had a gap within this close and the fingers already stood where they stopped right
+        after it (a tracker that lost its markers while the hand closed the fingers on the object), where in the
+        gap they arrived: at the speed they were closing before it, or its middle when they were still at rest."""
+        if self._gap is None:
+            return None
+        (t0, x0, v0), t1 = self._gap
+        if t1 < g.seen_ns or t0 > t1:
+            return None
+        after = next((x for ts, x in g.recent if ts >= t1), None)
+        if after is None or abs(after - stop_x) > 2 * self.closed_margin or x0 - stop_x <= self.closed_margin:
+            return None
+        if v0 < -self.velocity_threshold:
+            return int(min(t1, t0 + (x0 - stop_x) / -v0 * 1e9))
+        return (t0 + t1) // 2
 
     def _squeeze_building(self, g: _Grasp, effort: float) -> bool:
         """The effort stands clearly above what closing freely took (six noise sigmas): the grip force is building
@@ -928,11 +952,21 @@ class EventDetector:
                 self._confirm_miss(out, self._last_ns or self._miss[0])
         return out
 
+    def spikes(self, dropped: int, largest: float) -> None:
+        """The segmenter's spike gate dropped `dropped` gripper readings off the fingers' path (see spike.py)."""
+        self._spikes = (dropped, largest)
+        if dropped:
+            self.skipped['gripper_off_path'] = dropped
+
     def inputs(self) -> list[str]:
         """What the detector read its signals from, said once per episode."""
         out = []
         if self.settings.has_gripper and self._speed.source:
             out.append(self._speed.why)
+        dropped, largest = self._spikes
+        if dropped:
+            out.append(f'{dropped} of {dropped + self.gripper_samples} gripper readings were off the fingers\' path '
+                       f'and came straight back (up to {largest:.4g} off): dropped as spikes')
         if self._command is not None:
             out.append(f'gripper command: {self._command.samples} sample(s) read')
         return out
@@ -952,6 +986,11 @@ class EventDetector:
                     out.append(f'gripper command {line}')
             out += self._unexplained_travel()
         out += self._doubts
+        dropped = self._spikes[0]
+        if dropped > SPIKE_SHARE * (dropped + self.gripper_samples):
+            out.append(f'{dropped} of {dropped + self.gripper_samples} gripper readings jumped off the fingers\' '
+                       'path and straight back: a tracker or bus that mis-reads this often makes every grip '
+                       'decision less sure')
         if self._command is not None and self._command.samples == 0:
             out.append('the profile names a gripper command but no command sample was read: the grip was judged '
                        'from the fingers alone')

@@ -10,6 +10,7 @@ from ros_robodata.events.calibration import Priors
 from ros_robodata.events.detector import EventDetector, SegmenterSettings
 from ros_robodata.events.event import Event, SegmentResult
 from ros_robodata.events.order import StampOrder
+from ros_robodata.events.spike import GripperSpikeGate
 from ros_robodata.profile import Profile
 from ros_robodata.signals import GripperReading, WrenchReading, read_command, read_gripper, read_wrench
 
@@ -61,6 +62,11 @@ def before_input_start(since_ns: int, stamp_ns: int, received_ns: int | None) ->
     return stamp_ns < since_ns
 
 
+# A gripper reading off its path by less than this share of the profile's stroke is no spike worth dropping (the
+# profile gives the units; a stroke wrong by 2.5x still leaves this well under any real spike).
+SPIKE_FLOOR = 0.01
+
+
 class Segmenter:
     """Routes messages by topic to the detector, in stamp order. `topics` maps topic -> roles (a rig may publish
     the follower's and the leader's gripper joints in one JointState). `since_ns`: samples stamped earlier are
@@ -84,6 +90,9 @@ class Segmenter:
             self._route(t.wrench.topic, WRENCH)
         self.joints_seen: list[str] = []  # the names in the gripper topic's JointState, when it lacks the joint
         self._order = StampOrder(self.sources)
+        ends = (self.settings.open_position, self.settings.closed_position)
+        span = abs(ends[0] - ends[1]) if ends[0] is not None and ends[1] is not None else 0.0
+        self._spikes = GripperSpikeGate(SPIKE_FLOOR * span)
 
     def _route(self, topic: str, role: str) -> None:
         self.topics[topic] = (*self.topics.get(topic, ()), role)
@@ -141,10 +150,19 @@ class Segmenter:
     def add(self, role: str, reading: GripperReading | WrenchReading, received_ns: int | None = None) -> list[Event]:
         if self.since_ns is not None and before_input_start(self.since_ns, reading.stamp_ns, received_ns):
             return []
-        return self._feed(self._order.push(role, reading.stamp_ns, reading))
+        if role != GRIPPER or not isinstance(reading, GripperReading):
+            return self._feed(self._order.push(role, reading.stamp_ns, reading))
+        out: list[Event] = []
+        for passed in self._spikes.push(reading):
+            out += self._feed(self._order.push(role, passed.stamp_ns, passed))
+        return out
 
     def finish(self) -> list[Event]:
-        return self._feed(self._order.flush()) + self.detector.finish()
+        out: list[Event] = []
+        for passed in self._spikes.flush():
+            out += self._feed(self._order.push(GRIPPER, passed.stamp_ns, passed))
+        self.detector.spikes(self._spikes.dropped, self._spikes.largest)
+        return out + self._feed(self._order.flush()) + self.detector.finish()
 
     def _feed(self, ready: list[tuple[str, int, Any]]) -> list[Event]:
         out: list[Event] = []

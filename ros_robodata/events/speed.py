@@ -11,8 +11,11 @@ from __future__ import annotations
 import math
 from collections import deque
 
-# Positions are differenced over at least this much stamp time: at 500 Hz one sample step is mostly noise.
+# Positions are fitted over at least this much stamp time: at 500 Hz one sample step is mostly noise.
 SPAN_NS = 30_000_000
+# ... and through at least two readings (a 10 Hz bus's two span 0.1 s). A longer line through a noisy 30 Hz tracker's
+# readings lowers the speed's noise but answers the stop late: the contact's stamp moved 100 ms (tried, left out).
+MIN_READINGS = 2
 # A reported speed more than this factor off the positions' (or of the other sign) disagrees: a unit or sign
 # mistake is a factor of 57 (degrees), 100 (percent) or -1, while a stroke's acceleration is within this.
 DISAGREE_FACTOR = 3.0
@@ -33,23 +36,28 @@ class FingerSpeed:
         self.distrusted = ''  # why the message's velocity was dropped; '' while it is used (or never given)
         self.source = ''  # MESSAGE or POSITIONS: what the last sample's speed came from
         self.span_s = SPAN_NS / 1e9  # the stamp time the last derived speed spans
+        self.noise_gain = math.sqrt(2) / self.span_s  # the derived speed's sigma per unit of position noise
 
     def rescale(self, factor: float, offset: float) -> None:
         """Positions re-expressed as factor * x + offset (the stroke was re-calibrated): the history moves with them."""
         self._recent = deque((t, factor * x + offset) for t, x in self._recent)
 
-    def gap(self) -> None:
-        """The stream had a gap: the jump across it is not motion."""
-        self._recent.clear()
-
     def derived(self, last_step: bool = False) -> float | None:
-        """Positions over stamps across the span (or the last step only)."""
+        """The least-squares slope of positions over stamps across the span (or the last step only)."""
         if len(self._recent) < 2:
             return None
-        (t0, x0), (t1, x1) = self._recent[-2 if last_step else 0], self._recent[-1]
-        if not last_step:
-            self.span_s = (t1 - t0) / 1e9
-        return (x1 - x0) / ((t1 - t0) / 1e9)
+        if last_step:
+            (t0, x0), (t1, x1) = self._recent[-2], self._recent[-1]
+            return (x1 - x0) / ((t1 - t0) / 1e9)
+        t_first = self._recent[0][0]
+        ts = [(t - t_first) / 1e9 for t, _ in self._recent]
+        xs = [x for _, x in self._recent]
+        t_mean = sum(ts) / len(ts)
+        x_mean = sum(xs) / len(xs)
+        spread = sum((t - t_mean) ** 2 for t in ts)
+        self.span_s = ts[-1]
+        self.noise_gain = 1.0 / math.sqrt(spread)
+        return sum((t - t_mean) * (x - x_mean) for t, x in zip(ts, xs, strict=True)) / spread
 
     @staticmethod
     def _agrees(reported: float, derived: float) -> bool:
@@ -60,7 +68,7 @@ class FingerSpeed:
         """The speed to use at this sample; `reported` is the message's velocity (NaN when absent), `moving` the
         speed that counts as the fingers moving."""
         self._recent.append((stamp_ns, x))
-        while len(self._recent) > 2 and self._recent[1][0] <= stamp_ns - SPAN_NS:
+        while len(self._recent) > MIN_READINGS and self._recent[1][0] <= stamp_ns - SPAN_NS:
             self._recent.popleft()
         derived = self.derived()
         self._nonzero = self._nonzero or (math.isfinite(reported) and reported != 0.0)
