@@ -311,6 +311,11 @@ def test_a_follower_held_at_its_stop_while_its_leader_asks_past_it_is_an_end_sto
     assert 'end stop' in explain_stuck('wrist_flex.pos', [(92.7, 92.4, 114.4)], (36.2, 92.9), (56.0, 114.4))
     assert explain_stuck('wrist_flex.pos', [(66.2, 40.0, 90.0)], (36.2, 92.9), (40.0, 114.4)) == ''
     assert explain_stuck('kLeftElbow', [(0.0, 0.0, 0.15)], (0.0, 0.0), (0.0, 0.15)) == ''
+    # The real Robothon SO-101 episode: besides the stop, the wrist sat still mid-travel for 7 s while the leader
+    # twitched by 0.4 (a hobby servo's deadband); the twitch is no stuck joint, a 20-degree move would be.
+    at_stop, twitch = (92.7, 98.7, 113.6), (74.6, 73.4, 73.8)
+    assert 'end stop' in explain_stuck('wrist_flex.pos', [at_stop, twitch], (53.7, 92.9), (53.0, 114.4))
+    assert explain_stuck('wrist_flex.pos', [at_stop, (74.6, 60.0, 80.0)], (53.7, 92.9), (53.0, 114.4)) == ''
 
 
 def test_a_hand_snapping_shut_in_a_frame_is_how_it_grasps_not_a_jump_fault() -> None:

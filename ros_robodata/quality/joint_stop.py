@@ -7,11 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ['END_MARGIN_SHARE', 'END_STOP_SHARE', 'HAND_WORDS', 'KNOWN_TRAVEL_SHARE', 'explain_stuck',
-           'is_hand_joint']
+__all__ = ['END_MARGIN_SHARE', 'END_STOP_SHARE', 'HAND_WORDS', 'KNOWN_TRAVEL_SHARE', 'TWITCH_SHARE',
+           'explain_stuck', 'is_hand_joint']
 
 END_STOP_SHARE = 0.05  # of a joint's travel: a reading this close to its lowest or highest is at an end
 KNOWN_TRAVEL_SHARE = 0.5  # readings over this share of the travel show where a joint's ends are
+# A stretch whose command moved by less than this share of all the command's travel is a twitch of the leader
+# inside the follower's deadband (a hobby servo does not answer a degree); motion.py's stuck_command_share.
+TWITCH_SHARE = 0.25
 END_MARGIN_SHARE = 0.2  # ... and a command that stays this close to that end does not move it off the stop
 # Joint names that say a hand or a gripper (LeRobot's and common hands' conventions: Inspire, Shadow, Allegro,
 # SO-101's gripper, ALOHA's): an object in the fingers holds them where their command is not.
@@ -19,13 +22,14 @@ HAND_WORDS = ('gripper', 'hand', 'finger', 'thumb', 'index', 'middle', 'ring', '
 
 
 def explain_stuck(name: str, spans: Sequence[Sequence[float]], readings: Sequence[float],
-                  commands: Sequence[float] | None = None) -> str:
+                  commands: Sequence[float] | None = None, twitch_share: float = TWITCH_SHARE) -> str:
     """Why a joint that held still while its command moved is no fault, given where its readings reach
     (`readings`: low, high, this episode's or the dataset's) and its commands (`commands`): '' when any of its
     stretches (held value, command low, command high) is not explained. At an end stop the reading rests within
     END_STOP_SHARE of the readings' end and the command stays beyond that end or within END_MARGIN_SHARE of it
     (a follower whose leader asks past its stop, a readback clipped there); a hand joint's command going on past
-    where it held is an object in the fingers."""
+    where it held is an object in the fingers. A stretch whose command moved by less than `twitch_share` of all
+    the command's travel is a twitch of the leader inside the follower's deadband, not held against the joint."""
     low, high = readings
     c_low, c_high = commands if commands is not None else readings
     travel = max(high - low, c_high - c_low, 1e-9)
@@ -44,6 +48,8 @@ def explain_stuck(name: str, spans: Sequence[Sequence[float]], readings: Sequenc
         elif at_low or at_high:
             reasons.add('at the end of its travel, its command beyond that end or within a small margin of it (an '
                         'end stop, or a readback clipped there)')
+        elif hi - lo < twitch_share * (c_high - c_low):
+            reasons.add("its command only twitched there, within the follower's deadband")
         else:
             return ''
     return '; '.join(sorted(reasons))

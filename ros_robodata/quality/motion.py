@@ -347,7 +347,8 @@ class JointMotion:
         limit = self.joint_limits.get(name)
         if limit is not None:  # the URDF's travel, where the profile gives it
             low, high = min(low, limit.lower), max(high, limit.upper)
-        return explain_stuck(name, spans, (low, high), self._command_range.get(name))
+        return explain_stuck(name, spans, (low, high), self._command_range.get(name),
+                             self.limits.stuck_command_share)
 
     def stuck_detail(self) -> dict[str, Any]:
         """What the dataset-wide judgement of stuck joints needs: per joint that held still while commanded,
