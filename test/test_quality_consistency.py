@@ -421,3 +421,47 @@ def test_where_an_outlier_differs_is_told_in_its_whole_recording_with_a_long_wai
     detour_at = (wait + 0.3 * len(stamps)) / (wait + len(stamps))  # 0.72 of the recording
     begin, end = result['waited'].far_span
     assert begin - 0.05 <= detour_at <= end + 0.05 and begin > 0.5
+
+
+def _demos(count: int, odd: int) -> dict:
+    """`count` demos of one task on two joints (the same reach with small differences); demo `odd` takes a detour."""
+    from ros_robodata.quality.episode import EpisodeReport
+    from ros_robodata.quality.score import EpisodeScore
+
+    rng = np.random.default_rng(3)
+    out = {}
+    for k in range(count):
+        t = np.linspace(0, 1, 200)
+        a = np.sin(np.pi * t) + rng.normal(0, 0.01, t.size) + 0.02 * k / count
+        b = 0.5 * t + rng.normal(0, 0.01, t.size)
+        if k == odd:
+            b = b + 0.6 * np.exp(-((t - 0.5) / 0.1) ** 2)
+        times = (1_700_000_000 * 10**9 + t * 10 * 10**9).astype(np.int64)
+        report = EpisodeReport([], {}, int(times[0]), int(times[-1]), (times, np.stack([a, b], axis=1)), ['a', 'b'])
+        out[f'ep{k}'] = EpisodeScore(f'ep{k}', 'reach', 'unknown', report)
+    return out
+
+
+@pytest.mark.parametrize('count', [4, 12])
+def test_an_outlier_among_a_handful_of_demos_is_said_but_is_no_warning(count: int) -> None:
+    """A first-time user's 4 demos (the real SO-101 record-test set): one moving unlike the rest is ranked for review
+    and said, but a spread from 3 others is too rough to hold against it; among 12 it is a warning."""
+    from ros_robodata.profile import profile_from_dict
+    from ros_robodata.quality.consistency import WARN_MIN_DEMOS
+    from ros_robodata.quality.findings import INFO, WARN
+    from ros_robodata.quality.score import _judge_consistency
+
+    scores = _demos(count, odd=1)
+    profile = profile_from_dict({'robot': {'name': 'arm'},
+                                 'topics': {'joint_states': {'topic': '/joint_states',
+                                                             'type': 'sensor_msgs/msg/JointState'}}})
+    _judge_consistency(scores, profile, {})
+    assert scores['ep1'].consistency['outlier'] is True
+    flagged = {n: [f for f in s.extra if f.check == 'consistency.outlier'] for n, s in scores.items()}
+    assert [n for n, found in flagged.items() if found] == ['ep1']
+    finding = flagged['ep1'][0]
+    if count < WARN_MIN_DEMOS:
+        assert finding.severity == INFO and f'{count} demos of this task are too few' in finding.message
+        assert scores['ep1'].score == 1.0
+    else:
+        assert finding.severity == WARN and 'too few' not in finding.message

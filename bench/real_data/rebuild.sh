@@ -16,6 +16,11 @@ take /work/.mirror/chenfei-source+ACT-robot-manipulation/repo befd64aa7765c72358
      dataset piper_grape_plate
 take /work/.mirror/Ghosty2003+Techin517/repo 3d659b17931c047a0a82c8fa73cc69d78f9a46dc \
      huggingface/lerobot/project/bi_so101_test bi_so101_clean_desk
+# SO-101 record-test (issue 27): data/ and meta/ only (no licence stated; not vendored)
+rm -rf "$OUT/so101_record_test" && mkdir -p "$OUT/so101_record_test"
+git --git-dir=/work/.mirror/SamueleSandrini+record-test/repo archive -o "$OUT/so101_record_test.tar" \
+    c6d0de303c6f4c451eb103222af2fff11d0e9963 data meta
+tar -x -C "$OUT/so101_record_test" -f "$OUT/so101_record_test.tar" && rm "$OUT/so101_record_test.tar"
 # the G1 humanoid (issue 27): data/, meta/ and its MIT LICENSE, no videos (git may say the videos are missing)
 rm -rf "$OUT/g1_inspire" && mkdir -p "$OUT/g1_inspire"
 git --git-dir=/work/.mirror/YifanTian07+G1-policy-train/repo archive d1d3bb4 data meta LICENSE | tar -x -C "$OUT/g1_inspire"

@@ -33,6 +33,9 @@ _MAD_TO_STD = 1.4826
 _MIN_OUTLIER_RATIO = 1.5
 # Statistics over distances need at least this many episodes per task.
 _MIN_EPISODES = 3
+# ... and a spread (a MAD) from fewer than this many demos is too rough to hold an outlier against its episode:
+# below it an outlier is said (and ranked for review) but is no warning.
+WARN_MIN_DEMOS = 8
 # An arm joint moving less than this fraction of the task's most moving joint (typical spread within a demo, the
 # same units: the arm's joints are all rad, or all degrees) is idle in this task.
 _IDLE_FRACTION = 0.1

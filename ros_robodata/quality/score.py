@@ -284,7 +284,7 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
                        events: dict[str, list[dict] | None]) -> None:
     """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
     episodes of a task are compared on the joints they all have, in one order."""
-    from ros_robodata.quality.consistency import resample_trajectory, task_consistency
+    from ros_robodata.quality.consistency import WARN_MIN_DEMOS, resample_trajectory, task_consistency
 
     by_task: dict[str, list[str]] = {}
     for name, s in scores.items():
@@ -321,10 +321,14 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
                     middle = (c.far_span[0] + c.far_span[1]) / 2
                     phase = phase_at(events.get(name), int(times[0] + middle * (times[-1] - times[0])))
                 s.consistency['far_phase'] = phase
-                s.extra.append(Finding('consistency.outlier', WARN, '', f'moves unlike the other {s.task!r} '
-                                       f'demonstrations: DTW distance {c.normalized:.1f}x the typical one to its '
-                                       f'nearest demos (robust z {c.robust_z:.1f}): {c.explanation()}'
-                                       + (f', during {phase}' if phase else ''), c.robust_z, 3.5))
+                few = len(found) < WARN_MIN_DEMOS
+                s.extra.append(Finding('consistency.outlier', INFO if few else WARN, '', f'moves unlike the other '
+                                       f'{s.task!r} demonstrations: DTW distance {c.normalized:.1f}x the typical one '
+                                       f'to its nearest demos (robust z {c.robust_z:.1f}): {c.explanation()}'
+                                       + (f', during {phase}' if phase else '')
+                                       + (f' ({len(found)} demos of this task are too few to hold it against this '
+                                          f'one: under {WARN_MIN_DEMOS} it is no warning)' if few else ''),
+                                       c.robust_z, 3.5))
             if c.rest_offsets:
                 moved = ', '.join(f'{j} {v:+.3g}' for j, v in c.rest_offsets.items())
                 s.extra.append(Finding('consistency.rest_pose', INFO, '', f'joints idle in {s.task!r} rest away '
