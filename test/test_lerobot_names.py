@@ -45,10 +45,11 @@ def test_names_that_do_not_fit_the_width_are_refused_and_a_repeated_name_gets_it
     assert feature_names({'motors': ['x', 'gripper', 'gripper']}, 3) == ['x', 'gripper', 'gripper_1']
 
 
-def _v21_dataset(root: Path, info: dict[str, Any], frames: int = 30, step_back_at: int | None = None) -> None:
-    """A LeRobot v2.1 folder with `info`'s features (no videos): one episode of smooth joint motion; its clock
-    steps back 0.5 s at frame `step_back_at`."""
-    width = info['features']['observation.state']['shape'][0]
+def _v21_dataset(root: Path, info: dict[str, Any], frames: int = 30, step_back_at: int | None = None,
+                 keys: tuple[str, str] = ('observation.state', 'action')) -> None:
+    """A LeRobot v2.1 folder with `info`'s features (no videos): one episode of smooth joint motion, its state and
+    action under `keys`; its clock steps back 0.5 s at frame `step_back_at`."""
+    width = info['features'][keys[0]]['shape'][0]
     (root / 'data' / 'chunk-000').mkdir(parents=True)
     (root / 'meta').mkdir()
     t = np.arange(frames) / info['fps']
@@ -56,8 +57,8 @@ def _v21_dataset(root: Path, info: dict[str, Any], frames: int = 30, step_back_a
         t[step_back_at:] -= 0.5
     state = np.sin(np.outer(t, np.linspace(0.5, 1.5, width))).astype(np.float32)
     table = pa.table({
-        'observation.state': pa.array(state.tolist(), type=pa.list_(pa.float32())),
-        'action': pa.array(np.roll(state, -1, axis=0).tolist(), type=pa.list_(pa.float32())),
+        keys[0]: pa.array(state.tolist(), type=pa.list_(pa.float32())),
+        keys[1]: pa.array(np.roll(state, -1, axis=0).tolist(), type=pa.list_(pa.float32())),
         'timestamp': pa.array(t.astype(np.float32)), 'frame_index': pa.array(np.arange(frames)),
         'episode_index': pa.array(np.zeros(frames, dtype=np.int64)), 'index': pa.array(np.arange(frames)),
         'task_index': pa.array(np.zeros(frames, dtype=np.int64))})
@@ -89,6 +90,34 @@ def test_names_that_name_nothing_are_said(tmp_path: Path, capsys: pytest.Capture
     assert main(['import', str(tmp_path / 'so100'), '--dataset', str(tmp_path / 'ds')]) == 0
     said = capsys.readouterr()
     assert 'observation.state: its names in meta/info.json do not name each of its values' in said.out + said.err
+
+
+def test_a_dataset_that_calls_its_vectors_state_and_actions_imports_and_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Converted public sets (a dexterous bimanual one held back for issue 27) name the features `state` and
+    `actions`: read as the joint states and the commands, with the joint names, and said once; a set with no
+    joint vector under any known name is refused naming the vectors it has."""
+    info = _info('so100_flat.json')
+    info.update(codebase_version='v2.1', data_path='data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet')
+    features = info['features']
+    features['state'], features['actions'] = features.pop('observation.state'), features.pop('action')
+    _v21_dataset(tmp_path / 'converted', info, keys=('state', 'actions'))
+    assert main(['import', str(tmp_path / 'converted'), '--dataset', str(tmp_path / 'ds')]) == 0
+    said = capsys.readouterr().out
+    assert 'state (not observation.state) read as the joint states' in said
+    assert 'actions (not action) read as the commands' in said
+    ds = Dataset.open(tmp_path / 'ds')
+    (episode_id,) = ds.episode_ids()
+    with BagReader(ds.bag_dir(episode_id)) as reader:
+        state = next(iter(reader.read(['/observation/state'])))[1]
+        action = next(iter(reader.read(['/action'])))[1]
+    assert list(state.name) == list(action.name) == features['state']['names']
+
+    features['joints'] = features.pop('state')
+    _v21_dataset(tmp_path / 'odd', info, keys=('joints', 'actions'))
+    assert main(['import', str(tmp_path / 'odd'), '--dataset', str(tmp_path / 'ds2')]) != 0
+    err = capsys.readouterr().err
+    assert 'no observation.state feature' in err and 'its numeric vectors are' in err and 'joints' in err
 
 
 def test_an_imported_episode_without_an_outcome_is_one_dataset_line_not_a_warning_each(

@@ -21,6 +21,11 @@ rm -rf "$OUT/so101_record_test" && mkdir -p "$OUT/so101_record_test"
 git --git-dir=/work/.mirror/SamueleSandrini+record-test/repo archive -o "$OUT/so101_record_test.tar" \
     c6d0de303c6f4c451eb103222af2fff11d0e9963 data meta
 tar -x -C "$OUT/so101_record_test" -f "$OUT/so101_record_test.tar" && rm "$OUT/so101_record_test.tar"
+# bimanual 7-DoF arms with two 10-joint hands (issue 27, held back): data/ and meta/ only (no licence, no card)
+rm -rf "$OUT/dexhands_open_50" && mkdir -p "$OUT/dexhands_open_50"
+git --git-dir=/work/.mirror/yipiandanxinxiangyangkai+open_50/repo archive -o "$OUT/open_50.tar" \
+    6fbd8285973055ac1934f6bf73059dc1bbcbdd36 data meta
+tar -x -C "$OUT/dexhands_open_50" -f "$OUT/open_50.tar" && rm "$OUT/open_50.tar"
 # the G1 humanoid (issue 27): data/, meta/ and its MIT LICENSE, no videos (git may say the videos are missing)
 rm -rf "$OUT/g1_inspire" && mkdir -p "$OUT/g1_inspire"
 git --git-dir=/work/.mirror/YifanTian07+G1-policy-train/repo archive d1d3bb4 data meta LICENSE | tar -x -C "$OUT/g1_inspire"

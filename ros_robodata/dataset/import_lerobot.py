@@ -38,6 +38,11 @@ from ros_robodata.profile import COMPRESSED_IMAGE, IMAGE, JOINT_STATE, Profile, 
 from ros_robodata.vocabulary import MODES, OUTCOMES
 
 STATE_TOPIC, ACTION_TOPIC = '/observation/state', '/action'
+# What public datasets call the robot's joint readings and its commands when not LeRobot's own names (converted
+# sets, other recorders' exports): tried in this order after observation.state and action.
+STATE_NAMES = ('state', 'observation.qpos', 'qpos', 'observation.joint_positions', 'joint_positions',
+               'observation.joint_state')
+ACTION_NAMES = ('actions', 'action.joint_positions')
 EPOCH_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13 UTC: episode k starts k hours after it
 HOUR_NS = 3_600 * 1_000_000_000
 
@@ -113,6 +118,23 @@ def feature_names(names: Any, size: int) -> list[str] | None:
     return None
 
 
+def _is_vector(feature: Any) -> bool:
+    """A per-frame numeric vector (not a video, an image or a scalar index)."""
+    if not isinstance(feature, dict):
+        return False
+    shape = feature.get('shape')
+    return (str(feature.get('dtype', '')).startswith(('float', 'int')) and isinstance(shape, list) and len(shape) == 1
+            and isinstance(shape[0], int) and shape[0] > 1)
+
+
+def _vector_feature(features: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    """The first of `names` that info.json declares (a vector feature, or LeRobot's own name in any form)."""
+    for i, name in enumerate(names):
+        if name in features and (i == 0 or _is_vector(features[name])):
+            return name
+    return None
+
+
 class LeRobotSource:
     """A LeRobot dataset on disk, v3.0 or v2.1."""
 
@@ -128,8 +150,17 @@ class LeRobotSource:
         except (KeyError, TypeError, ValueError):
             raise RobodataError(f'{root / layout.INFO}: no numeric "fps"') from None
         features = self.info['features']
-        if layout.STATE not in features:
-            raise RobodataError(f'{root}: no {layout.STATE} feature in {layout.INFO}: nothing to make joint states of')
+        state_key = _vector_feature(features, (layout.STATE, *STATE_NAMES))
+        self.action_key = _vector_feature(features, (layout.ACTION, *ACTION_NAMES))
+        if state_key is None:
+            vectors = [k for k in features if _is_vector(features[k])]
+            raise RobodataError(f'{root}: no {layout.STATE} feature in {layout.INFO} (nor {", ".join(STATE_NAMES)}): '
+                                'nothing to make joint states of'
+                                + (f'; its numeric vectors are {", ".join(vectors)}' if vectors else ''))
+        self.state_key: str = state_key
+        self.renamed = [f'{key} (not {standard}) read as {what}' for key, standard, what in
+                        ((self.state_key, layout.STATE, 'the joint states'), (self.action_key, layout.ACTION,
+                                                                            'the commands')) if key not in (None, standard)]
         declared = [k for k, v in features.items() if isinstance(v, dict) and v.get('dtype') == 'video']
         videos = [p.parts for p in (root / 'videos').rglob('*.mp4')] if (root / 'videos').is_dir() else []
         self.video_keys = [k for k in declared if any(k in parts for parts in videos)]
@@ -173,12 +204,13 @@ class LeRobotSource:
         return files
 
     def episodes(self) -> Iterator[LeRobotEpisode]:
-        wanted = ['episode_index', 'frame_index', 'timestamp', layout.STATE, layout.ACTION, 'task_index']
+        state, action_key = self.state_key, self.action_key or layout.ACTION
+        wanted = ['episode_index', 'frame_index', 'timestamp', state, action_key, 'task_index']
         by_episode: dict[int, list[dict[str, Any]]] = {}
         for path in self._data_files():
             table = read_parquet(path)
             have = [c for c in wanted if c in table.column_names]
-            if missing := [c for c in ('episode_index', 'timestamp', layout.STATE) if c not in have]:
+            if missing := [c for c in ('episode_index', 'timestamp', state) if c not in have]:
                 raise RobodataError(f'{path}: no column {", ".join(missing)}')
             for row in table.select(have).to_pylist():
                 by_episode.setdefault(int(row['episode_index']), []).append(row)
@@ -193,10 +225,10 @@ class LeRobotSource:
             if task is None:
                 tasks = meta.get('tasks') or []
                 task = str(tasks[0]) if tasks else ''
-            action = (np.asarray([r[layout.ACTION] for r in rows], dtype=np.float64)
-                      if layout.ACTION in rows[0] and rows[0][layout.ACTION] is not None else None)
+            action = (np.asarray([r[action_key] for r in rows], dtype=np.float64)
+                      if action_key in rows[0] and rows[0][action_key] is not None else None)
             yield LeRobotEpisode(index, task, np.asarray([r['timestamp'] for r in rows], dtype=np.float64),
-                                 np.asarray([r[layout.STATE] for r in rows], dtype=np.float64), action,
+                                 np.asarray([r[state] for r in rows], dtype=np.float64), action,
                                  self._videos(index, meta), meta)
 
     def _videos(self, index: int, meta: dict[str, Any]) -> dict[str, tuple[Path, float]]:
@@ -228,7 +260,7 @@ class LeRobotSource:
         cameras = [{'name': camera_name(k), 'topic': camera_topic(camera_name(k), raw),
                     'type': IMAGE if raw else COMPRESSED_IMAGE, 'rate_hz': rate} for k in self.video_keys]
         topics: dict[str, Any] = {'joint_states': {'topic': STATE_TOPIC, 'type': JOINT_STATE, 'rate_hz': rate}}
-        if layout.ACTION in self.info['features']:
+        if self.action_key is not None:
             topics['actions'] = {'topic': ACTION_TOPIC, 'type': JOINT_STATE, 'rate_hz': rate}
         if cameras:
             topics['cameras'] = cameras
@@ -289,8 +321,9 @@ def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_
     types = typestore().types
     stamps = start_ns + np.round(episode.timestamps * 1e9).astype(np.int64)
     received = _arrivals(stamps, source.fps)
-    state_names = source.names(layout.STATE, episode.state.shape[1])
-    action_names = source.names(layout.ACTION, episode.action.shape[1]) if episode.action is not None else []
+    state_names = source.names(source.state_key, episode.state.shape[1])
+    action_names = (source.names(source.action_key or layout.ACTION, episode.action.shape[1])
+                    if episode.action is not None else [])
     empty = np.array([], dtype=np.float64)
     storage = profile.recording.storage if profile else 'mcap'
     compression = profile.recording.compression if profile else 'zstd'
@@ -363,6 +396,7 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
     else:
         _check_profile(profile, own, recording.path)
     result.notes += [f'{key}: in {layout.INFO}, but no video file here: left out' for key in source.absent_videos]
+    result.notes += source.renamed
     cid = content_id(recording.files)
     done = {int(e.source.get('lerobot', {}).get('episode_index', -1)): i
             for i, e in imported_from(dataset, cid).items()}
