@@ -43,6 +43,20 @@ def mib(n: int | None) -> str:
     return 'unknown' if n is None else f'{n / 2**20:.1f} MiB'
 
 
+# A write that failed for the disk, said as what it is (the rest by the OS's own words).
+STORAGE_ERRNOS = {errno.ENOSPC: 'the disk is full', errno.EDQUOT: 'the disk quota is used up',
+                  errno.EROFS: 'the file system is read-only', errno.EACCES: 'permission denied',
+                  errno.EPERM: 'permission denied'}
+
+
+def write_cause(err: BaseException) -> str:
+    """Why a write failed, in a person's words: 'the disk is full', 'the file system is read-only', ..."""
+    code = getattr(err, 'errno', None) or 0
+    more = {errno.EISDIR: 'a folder is where the file belongs (move it away)',
+            errno.ENOTDIR: 'a file is where a folder belongs'}
+    return STORAGE_ERRNOS.get(code) or more.get(code) or getattr(err, 'strerror', None) or str(err)
+
+
 def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> bool:
     """Write `data` to `path` under a temporary name, then rename it over: a crash leaves the previous file (or
     none), never half of one. A file already holding exactly these bytes is left alone, mtime and all, so a
@@ -63,10 +77,7 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> boo
         os.replace(tmp, path)
     except OSError as err:  # a full disk, no permission, a folder where the file belongs: one line, no leftover
         tmp.unlink(missing_ok=True)
-        hint = {errno.ENOSPC: 'the disk is full', errno.EISDIR: 'a folder is where the file belongs (move it away)',
-                errno.EACCES: 'permission denied', errno.EROFS: 'the file system is read-only',
-                errno.ENOTDIR: 'a file is where a folder belongs'}.get(err.errno or 0, err.strerror or str(err))
-        raise FileWriteError(f'{path}: cannot write: {hint}') from None
+        raise FileWriteError(f'{path}: cannot write: {write_cause(err)}') from None
     except BaseException:  # Ctrl-C: the temporary file does not outlive the write
         tmp.unlink(missing_ok=True)
         raise

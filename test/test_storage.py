@@ -185,3 +185,85 @@ def test_an_import_into_a_full_disk_is_one_line_and_leaves_nothing(small_disk: P
     assert _unchanged(before, _hashes(dataset.root), may_add=('.import.lock',))
     assert Dataset.open(dataset.root).episode_ids() == ['ep0']
     assert not [p for p in dataset.root.rglob('*') if p.name.endswith(('.importing', '.tmp'))]
+
+
+# --- every command, on a full disk and on a read-only mount --------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def scored_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two short camera episodes, segmented and scored: what every later command reads."""
+    profile = load_profile(PROFILE)
+    root = tmp_path_factory.mktemp('scored') / 'ds'
+    dataset = Dataset.create(root, profile=profile)
+    for n, seed in enumerate((1, 6)):
+        truth = write_sim_episode(dataset.bag_dir(f'ep{n}'), profile, seed=seed, cameras=True,
+                                  image_size=(160, 120), max_duration_s=3.0)
+        dataset.add_episode(Episode(id=f'ep{n}', task='pick_cube', status='complete', outcome='success',
+                                    start_ns=truth['start_ns']))
+        dataset.record_checksums(f'ep{n}')
+    assert main(['segment', str(root)]) == 0 and main(['score', str(root), '--no-images']) == 0
+    for side in root.glob('catalog.sqlite-*'):
+        side.unlink()
+    return root
+
+
+# (command arguments with DS for the dataset, ELSEWHERE for a folder on another disk, SAME for one on the full
+# disk; whether it only reads the dataset and writes elsewhere, so it must still work)
+COMMANDS = {
+    'list': (['list', 'DS'], True),
+    'info': (['info', 'DS'], True),
+    'verify': (['verify', 'DS'], True),
+    'report --out elsewhere': (['report', 'DS', '--out', 'ELSEWHERE/report.html'], True),
+    'export lerobot --out elsewhere': (['export', 'lerobot', 'DS', '--out', 'ELSEWHERE/lerobot'], True),
+    'export frames --out elsewhere': (['export', 'frames', 'DS', '--out', 'ELSEWHERE/frames', '--every', '1s'], True),
+    'segment': (['segment', 'DS'], False),  # ep0's events.json removed first: it must be written
+    'score': (['score', 'DS', '--no-images'], False),
+    'report into the dataset': (['report', 'DS', '--force'], False),
+    'select': (['select', 'DS', '--budget', '1'], False),
+    'set': (['set', 'DS/episodes/ep0', '--outcome', 'failure'], False),
+    'catalog rebuild': (['catalog', 'rebuild', 'DS'], False),
+    'export frames onto the disk': (['export', 'frames', 'DS', '--out', 'SAME/frames', '--every', '1s'], False),
+    'export lerobot onto the disk': (['export', 'lerobot', 'DS', '--out', 'SAME/lerobot'], False),
+    'import': (['import', 'SOURCE', '--dataset', 'DS'], False),
+}
+
+
+@pytest.mark.parametrize('fault', ['full', 'read-only'])
+@pytest.mark.parametrize('command', sorted(COMMANDS))
+def test_every_command_on_a_full_or_read_only_disk_is_one_line_and_changes_nothing(
+        small_disk: Path, scored_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        fault: str, command: str) -> None:
+    """A command that only reads the dataset (and writes elsewhere) works; one that must write to the disk ends
+    in one line on stderr naming the disk's state, and no file that was there changes, nothing is left behind."""
+    args, reads_only = COMMANDS[command]
+    root = small_disk / 'ds'
+    shutil.copytree(scored_dataset, root)
+    if command == 'segment':  # a rerun with nothing new writes nothing (and may well succeed): give it work
+        (root / 'episodes' / 'ep0' / 'events.json').unlink()
+    source = tmp_path / 'incoming' / 'take_1'
+    if 'SOURCE' in args:
+        write_sim_episode(source, load_profile(PROFILE), seed=3, max_duration_s=2.0)
+    elsewhere = tmp_path / 'out'
+    elsewhere.mkdir()
+    if fault == 'full':
+        _fill(small_disk, leave_bytes=0)
+    else:
+        subprocess.run(['mount', '-o', 'remount,ro', str(small_disk)], check=True)
+    before = _hashes(small_disk)
+    argv = [str(root) if a == 'DS' else str(root / a[3:]) if a.startswith('DS/')
+            else str(elsewhere / a[10:]) if a.startswith('ELSEWHERE/') else str(small_disk / a[5:])
+            if a.startswith('SAME/') else str(source) if a == 'SOURCE' else a for a in args]
+    code = main(argv)
+    said = capsys.readouterr()
+    assert 'Traceback' not in said.out + said.err
+    if reads_only:
+        assert code == 0, said
+    else:
+        errors = [line for line in said.err.splitlines() if line.strip()]
+        assert code != 0 and errors, said
+        assert any(word in said.err for word in ('full', 'read-only', 'no space')), said.err
+        assert len(errors) <= 2, said.err  # the one line (and the dataset-level summary where the command has one)
+    after = _hashes(small_disk)
+    assert {k: after.get(k) for k in before} == before, 'a file that was there changed'
+    added = [k for k in set(after) - set(before) if not k.endswith(('catalog.sqlite-wal', 'catalog.sqlite-shm'))]
+    assert not added, added

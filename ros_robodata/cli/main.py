@@ -32,6 +32,7 @@ from ros_robodata.cli import (
     sim_cmd,
 )
 from ros_robodata.errors import RobodataError
+from ros_robodata.files import STORAGE_ERRNOS, write_cause
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RobodataError as err:
         # The contract is one line, whatever a library put into the message.
         print(f'robodata {args.command}: error: {" ".join(str(err).split())}', file=sys.stderr)
+        return 1
+    except OSError as err:
+        if err.errno not in STORAGE_ERRNOS:
+            raise
+        # A disk that filled or a mount that is read-only where no writer said it first: still one line, the path
+        # and the cause (each writer removes its own temporaries on the way out).
+        where = f'{err.filename}: ' if err.filename else ''
+        print(f'robodata {args.command}: error: {where}cannot write: {write_cause(err)}', file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f'robodata {args.command}: interrupted', file=sys.stderr)

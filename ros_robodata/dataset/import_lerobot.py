@@ -158,9 +158,9 @@ class LeRobotSource:
                                 'nothing to make joint states of'
                                 + (f'; its numeric vectors are {", ".join(vectors)}' if vectors else ''))
         self.state_key: str = state_key
-        self.renamed = [f'{key} (not {standard}) read as {what}' for key, standard, what in
-                        ((self.state_key, layout.STATE, 'the joint states'), (self.action_key, layout.ACTION,
-                                                                            'the commands')) if key not in (None, standard)]
+        read_as = ((self.state_key, layout.STATE, 'the joint states'), (self.action_key, layout.ACTION, 'the commands'))
+        self.renamed = [f'{key} (not {standard}) read as {what}' for key, standard, what in read_as
+                        if key not in (None, standard)]
         declared = [k for k, v in features.items() if isinstance(v, dict) and v.get('dtype') == 'video']
         videos = [p.parts for p in (root / 'videos').rglob('*.mp4')] if (root / 'videos').is_dir() else []
         self.video_keys = [k for k in declared if any(k in parts for parts in videos)]

@@ -26,23 +26,35 @@ LOCK_FILE = '.import.lock'
 
 @contextmanager
 def import_lock(dataset: Dataset) -> Iterator[None]:
-    """One importer per dataset at a time; taking the lock also clears what a killed import left behind."""
+    """One importer per dataset at a time; taking the lock also clears what a killed import left behind. The lock
+    file goes when the import ends, so a dataset is left as it was (a waiting importer that locked the file just
+    removed sees so and takes the new one)."""
     dataset.episodes_dir.mkdir(parents=True, exist_ok=True)
     path = dataset.episodes_dir / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode('ascii', 'replace').strip() or 'another process'
+            os.close(fd)
             raise DatasetError(f'{dataset.root}: another import is running into this dataset (pid {holder}); '
                                'wait for it or stop it') from None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # the importer before released and removed it: lock the file that is there now
+    try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         _clear_staging(dataset)
         _reconcile(dataset)
         yield
     finally:
+        path.unlink(missing_ok=True)  # while still holding it
         os.close(fd)
 
 

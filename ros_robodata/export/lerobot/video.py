@@ -5,6 +5,7 @@ the next begun once it is past the size limit, between episodes only."""
 
 from __future__ import annotations
 
+import contextlib
 from fractions import Fraction
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import av
 import numpy as np
 
 from ros_robodata.errors import ExportError
+from ros_robodata.files import write_cause
 
 CODECS = {'h264': 'libx264', 'av1': 'libsvtav1'}
 
@@ -24,10 +26,17 @@ class VideoFile:
         self.path = path
         self.frames = 0
         self.bytes = 0  # of the packets muxed so far: the file on disk lags behind the muxer's buffer
+        # Through a Python file: a write that fails (a full disk, a read-only mount) is an OSError here, where
+        # FFmpeg's own file layer crashed the process on a full disk while closing the file.
         try:
-            self._container = av.open(str(path), 'w')
+            self._file = path.open('wb')
+        except OSError as err:
+            raise ExportError(f'{path}: cannot write: {write_cause(err)}') from None
+        try:
+            self._container = av.open(self._file, 'w', format='mp4')
             self._stream = self._container.add_stream(CODECS[codec], rate=fps)
         except (av.FFmpegError, KeyError) as err:
+            self._file.close()
             raise ExportError(f'{path}: cannot start a {codec} video: {err}') from None
         self._stream.width, self._stream.height = width, height
         self._stream.pix_fmt = 'yuv420p'
@@ -37,15 +46,31 @@ class VideoFile:
     def add(self, rgb: np.ndarray) -> None:
         frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format='rgb24')
         frame.pts = self.frames
-        for packet in self._stream.encode(frame):
-            self.bytes += packet.size
-            self._container.mux(packet)
+        try:
+            for packet in self._stream.encode(frame):
+                self.bytes += packet.size
+                self._container.mux(packet)
+        except (OSError, av.FFmpegError) as err:
+            self._abandon()
+            raise ExportError(f'{self.path}: cannot write: {write_cause(err)}') from None
         self.frames += 1
 
     def close(self) -> None:
-        for packet in self._stream.encode():
-            self._container.mux(packet)
-        self._container.close()
+        if self._file.closed:
+            return
+        try:
+            for packet in self._stream.encode():
+                self._container.mux(packet)
+            self._container.close()
+            self._file.close()
+        except (OSError, av.FFmpegError) as err:
+            self._abandon()
+            raise ExportError(f'{self.path}: cannot write: {write_cause(err)}') from None
+
+    def _abandon(self) -> None:
+        """A write failed: the file is let go of without FFmpeg finishing it (the export's staging goes)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._file.close()
 
     @property
     def size_mb(self) -> float:
