@@ -63,8 +63,8 @@ def before_input_start(since_ns: int, stamp_ns: int, received_ns: int | None) ->
 
 
 # A gripper reading off its path by less than this share of the profile's stroke is no spike worth dropping (the
-# profile gives the units; a stroke wrong by 2.5x still leaves this well under any real spike).
-SPIKE_FLOOR = 0.01
+# profile gives the units; a mis-read tracker marker is 5-20% of a stroke, a fast stroke's own curve near 1%).
+SPIKE_FLOOR = 0.03
 
 
 class Segmenter:

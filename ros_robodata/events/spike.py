@@ -110,7 +110,11 @@ class GripperSpikeGate:
             # Back on the old path (within its scatter, or far nearer it than the held one was): a spike. A real
             # change (a stop on the part, a reversal, a spring open) goes on from where the held reading was.
             back = self._predict(r.stamp_ns) is not None and self._off_path(r) <= max(self._gate(), SPIKE_RETURN * away)
-            if back:
+            # ... and off the straight line between its neighbours too: an accelerating stroke leaves the old
+            # path's line smoothly, a mis-read jumps out of it and back.
+            before = self._path[-1]
+            share = (held.stamp_ns - before.stamp_ns) / max(1, r.stamp_ns - before.stamp_ns)
+            if back and abs(held.position - (before.position + share * (r.position - before.position))) > self._gate():
                 self.dropped += 1
                 self.largest = max(self.largest, away)
             else:
