@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -308,17 +309,22 @@ def _export_job(job: tuple[str, str, str | None, str, ExportPlan, str, str]
                 ) -> tuple[str, dict[str, Any] | str, bool]:
     """Worker: (episode_id, frames.json document or a one-line failure, skipped because already current)."""
     episode_id, bag, events_path, out_dir, plan, task, outcome = job
+    episode_dir: Path | None = None
+    fresh = False
     try:
         episode_dir = safe_path(Path(out_dir), 'episodes', check_episode_id(episode_id))
         current = episode_is_current(episode_dir, plan.settings())
         if current is not None:
             return episode_id, current, True
+        fresh = not episode_dir.exists()
         events = None
         if events_path is not None and Path(events_path).exists():
             events = read_events_file(Path(events_path))
         doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task, outcome=outcome)
         return episode_id, doc, False
     except (RobodataError, OSError, ValueError, cv2.error) as err:
+        if fresh and episode_dir is not None:  # half an episode's frames (a disk that filled) is no export: gone
+            shutil.rmtree(episode_dir, ignore_errors=True)
         return episode_id, ' '.join(str(err).split()) or type(err).__name__, False
 
 
@@ -372,9 +378,19 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
     if not work.items:
         raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
     check_export_outside_dataset(Path(out_dir))
+    created = not Path(out_dir).exists()
     prepare_export_dir(Path(out_dir), force=force)
     name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name
-    return export_items(work.items, work.profile, out_dir, options, name=name, workers=workers, progress=progress)
+    try:
+        result = export_items(work.items, work.profile, out_dir, options, name=name, workers=workers,
+                              progress=progress)
+    except BaseException:
+        if created:  # a folder this run made holds nothing worth keeping when it stopped half-way
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    if created and not result.exported and not result.skipped:
+        shutil.rmtree(out_dir, ignore_errors=True)  # every episode failed: no folder of an export that is not
+    return result
 
 
 __all__ = ['EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor', 'export_episode', 'export_frames',
