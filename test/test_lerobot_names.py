@@ -15,7 +15,7 @@ import pytest
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
-from ros_robodata.dataset.import_lerobot import feature_names
+from ros_robodata.dataset.lerobot_features import feature_names
 
 INFO = Path(__file__).resolve().parent / 'data' / 'lerobot_info'
 

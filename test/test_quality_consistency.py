@@ -9,10 +9,10 @@ import pytest
 
 from ros_robodata.quality.consistency import (
     dataset_consistency,
-    outcome_mix,
     resample_trajectory,
     task_consistency,
 )
+from ros_robodata.quality.outcome_mix import outcome_mix
 from ros_robodata.sim import samples as S
 from ros_robodata.sim.cell import SimCell
 
@@ -423,7 +423,7 @@ def test_where_an_outlier_differs_is_told_in_its_whole_recording_with_a_long_wai
     assert begin - 0.05 <= detour_at <= end + 0.05 and begin > 0.5
 
 
-def _demos(count: int, odd: int) -> dict:
+def _scored_reaches(count: int, odd: int) -> dict:
     """`count` demos of one task on two joints (the same reach with small differences); demo `odd` takes a detour."""
     from ros_robodata.quality.episode import EpisodeReport
     from ros_robodata.quality.score import EpisodeScore
@@ -451,7 +451,7 @@ def test_an_outlier_among_a_handful_of_demos_is_said_but_is_no_warning(count: in
     from ros_robodata.quality.findings import INFO, WARN
     from ros_robodata.quality.score import _judge_consistency
 
-    scores = _demos(count, odd=1)
+    scores = _scored_reaches(count, odd=1)
     profile = profile_from_dict({'robot': {'name': 'arm'},
                                  'topics': {'joint_states': {'topic': '/joint_states',
                                                              'type': 'sensor_msgs/msg/JointState'}}})

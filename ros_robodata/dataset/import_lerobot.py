@@ -30,6 +30,7 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
 from ros_robodata.dataset.importer import Imported, ImportOptions, episode_id_for, source_record
+from ros_robodata.dataset.lerobot_features import ACTION_NAMES, STATE_NAMES, feature_names, is_vector, vector_feature
 from ros_robodata.dataset.sources import Recording, content_id
 from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
 from ros_robodata.errors import RobodataError
@@ -38,11 +39,6 @@ from ros_robodata.profile import COMPRESSED_IMAGE, IMAGE, JOINT_STATE, Profile, 
 from ros_robodata.vocabulary import MODES, OUTCOMES
 
 STATE_TOPIC, ACTION_TOPIC = '/observation/state', '/action'
-# What public datasets call the robot's joint readings and its commands when not LeRobot's own names (converted
-# sets, other recorders' exports): tried in this order after observation.state and action.
-STATE_NAMES = ('state', 'observation.qpos', 'qpos', 'observation.joint_positions', 'joint_positions',
-               'observation.joint_state')
-ACTION_NAMES = ('actions', 'action.joint_positions')
 EPOCH_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13 UTC: episode k starts k hours after it
 HOUR_NS = 3_600 * 1_000_000_000
 
@@ -83,58 +79,6 @@ class LeRobotEpisode:
     extra: dict[str, Any] = field(default_factory=dict)  # our own export's per-episode columns
 
 
-def feature_names(names: Any, size: int) -> list[str] | None:
-    """Per-dimension names from a LeRobot feature's `names`, in the forms public datasets write: a flat list
-    (`["x", "y"]`), a nested list (`[["x", "y"]]`), `{"motors": [...]}`, or a dict of parts or axes whose lists,
-    joined in order, name every dimension (`{"left_arm": [...], "right_arm": [...]}`); one label for the whole
-    vector (`["state"]`) names its values `state_0`, `state_1`, ... None when nothing fits `size`."""
-    def strings(value: Any) -> list[str] | None:
-        if isinstance(value, str):
-            return [value]
-        if not isinstance(value, (list, tuple, dict)):
-            return None
-        out: list[str] = []
-        for item in value.values() if isinstance(value, dict) else value:
-            part = strings(item)
-            if part is None:
-                return None
-            out += part
-        return out
-
-    candidates = [names]
-    if isinstance(names, dict):
-        candidates += list(names.values())
-    for candidate in candidates:
-        found = strings(candidate)
-        if found is not None and len(found) == 1 and size > 1 and found[0]:  # one label for the vector
-            return [f'{found[0]}_{i}' for i in range(size)]
-        if found is not None and len(found) == size and all(found):
-            seen: dict[str, int] = {}
-            unique = []
-            for name in found:  # a name given twice ("gripper", "gripper") gets its index: JointState names differ
-                seen[name] = seen.get(name, 0) + 1
-                unique.append(name if seen[name] == 1 else f'{name}_{seen[name] - 1}')
-            return unique
-    return None
-
-
-def _is_vector(feature: Any) -> bool:
-    """A per-frame numeric vector (not a video, an image or a scalar index)."""
-    if not isinstance(feature, dict):
-        return False
-    shape = feature.get('shape')
-    return (str(feature.get('dtype', '')).startswith(('float', 'int')) and isinstance(shape, list) and len(shape) == 1
-            and isinstance(shape[0], int) and shape[0] > 1)
-
-
-def _vector_feature(features: dict[str, Any], names: tuple[str, ...]) -> str | None:
-    """The first of `names` that info.json declares (a vector feature, or LeRobot's own name in any form)."""
-    for i, name in enumerate(names):
-        if name in features and (i == 0 or _is_vector(features[name])):
-            return name
-    return None
-
-
 class LeRobotSource:
     """A LeRobot dataset on disk, v3.0 or v2.1."""
 
@@ -150,10 +94,10 @@ class LeRobotSource:
         except (KeyError, TypeError, ValueError):
             raise RobodataError(f'{root / layout.INFO}: no numeric "fps"') from None
         features = self.info['features']
-        state_key = _vector_feature(features, (layout.STATE, *STATE_NAMES))
-        self.action_key = _vector_feature(features, (layout.ACTION, *ACTION_NAMES))
+        state_key = vector_feature(features, (layout.STATE, *STATE_NAMES))
+        self.action_key = vector_feature(features, (layout.ACTION, *ACTION_NAMES))
         if state_key is None:
-            vectors = [k for k in features if _is_vector(features[k])]
+            vectors = [k for k in features if is_vector(features[k])]
             raise RobodataError(f'{root}: no {layout.STATE} feature in {layout.INFO} (nor {", ".join(STATE_NAMES)}): '
                                 'nothing to make joint states of'
                                 + (f'; its numeric vectors are {", ".join(vectors)}' if vectors else ''))

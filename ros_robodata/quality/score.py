@@ -180,7 +180,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     """Score episodes or bags (in `workers` processes), then compare them with each other: consistency across
     demonstrations of a task, smoothness against its peers, success criteria against the operator's label.
     Nothing is written except the events.json of an episode that had none; see score_episodes."""
-    from ros_robodata.quality.consistency import outcome_mix
+    from ros_robodata.quality.outcome_mix import outcome_mix
 
     jobs = [(item.name, str(item.bag), None if item.folder is None else str(item.folder), item.outcome, profile,
              images, episode_input_start(item.episode.start_ns) if item.episode and not item.episode.source else None)
