@@ -98,6 +98,8 @@ PAUSE_MIN_S = 0.15
 TOUCH_S = 0.3
 # More than this share of the gripper's readings dropped as spikes is worth a warning.
 SPIKE_SHARE = 0.05
+# While idle, positions moving at up to this many times the threshold feed the position noise floor.
+QUIET_FACTOR = 2.0
 # A gripper that travelled this share of its stroke with no event at all is worth a warning.
 UNEXPLAINED_STROKE = 0.5
 
@@ -217,6 +219,7 @@ class EventDetector:
         self._still_x: float | None = None
         self._opened_ns: int | None = None  # when the fingers last opened (a release, a failed grasp reopened)
         self._x_noise = NoiseFloor()
+        self._x_steps = NoiseFloor()  # the same, fed a little above the threshold: for a quantised reading's step
         self._v_noise = NoiseFloor()
         self._e_noise = NoiseFloor()
         self._e_idle = 0.0
@@ -255,8 +258,9 @@ class EventDetector:
             return self.settings.gripper_velocity_threshold / abs(self._stroke)
         # A reading that jitters by a step or two of its quantisation (a servo's counts) makes a speed that is
         # no motion: QUANTUM_STEPS of them over the speed's span are below the threshold.
+        step = max(self._x_noise.step, self._x_steps.step)
         return max(MIN_STROKE_SPEED, NOISE_SIGMAS * self._x_noise.sigma * self._speed.noise_gain,
-                   QUANTUM_STEPS * min(self._x_noise.step, QUANTUM_MAX) / self._speed.span_s)
+                   QUANTUM_STEPS * min(step, QUANTUM_MAX) / self._speed.span_s)
 
     @property
     def closed_margin(self) -> float:
@@ -333,6 +337,7 @@ class EventDetector:
             self._g_period = float(statistics.median(self._g_periods))
             if period > 5 * typical:  # a gap in the stream: the jump across it is no noise; the speed keeps it
                 self._gap = (last, r.stamp_ns)
+                self._x_steps.reset_last()
                 self._x_noise.reset_last()  # (fingers that moved while unseen did move: a tracker loses its
                 self._v_noise.reset_last()  # markers most while the hand closes them on the object)
         trusted = not self._speed.distrusted
@@ -345,6 +350,10 @@ class EventDetector:
         out: list[Event] = []
         self._settle_slip(out, r.stamp_ns)
         self._gripper_step(out, r.stamp_ns, x, v, effort, last)
+        if self._state == _IDLE and abs(v) <= QUIET_FACTOR * self.velocity_threshold:
+            # A quantised reading that flickers by one count can read just over the threshold before its step is
+            # known: its step is learnt from a little above it too (the median keeps motion out).
+            self._x_steps.add(x)
         if self._state == _IDLE and abs(v) <= self.velocity_threshold:
             self._x_noise.add(x)
             self._v_noise.add(v)
@@ -378,6 +387,7 @@ class EventDetector:
             self._command.forget_offset()
             self._command.use_stroke(stroke)
         self._x_noise.scale(factor)
+        self._x_steps.scale(factor)
         self._v_noise.scale(factor)
         self._speed.rescale(factor, offset)
         if self._still_x is not None:
@@ -415,13 +425,18 @@ class EventDetector:
         ev_v = Evidence('gripper.velocity', v * self._stroke, vt * abs(self._stroke) * (-1 if closing else 1))
 
         if self._state == _IDLE:
+            # An opening that turns straight into a close (an operator retrying at once after a miss) starts a
+            # stroke from where it turned, with no rest between.
+            turned = self._opening_since is not None and closing and last is not None
             if self._opening_since is not None and not opening:  # the release stroke ended
                 self._marks.append((t, 'opened'))
                 self._opening_since, self._opened_ns = None, t
-            armed = self._still >= 3
+            armed = self._still >= 3 or turned
             self._still = self._still + 1 if abs(v) <= vt else 0
             if closing and x > m and armed:
                 from_x = self._still_x if self._still_x is not None else (last[1] if last is not None else x)
+                if turned and last is not None:
+                    from_x = max(last[1], x)
                 start = self._onset(t, x, v, from_x, last)
                 self._grasp = _Grasp(start_ns=start, start_x=from_x, seen_ns=t,
                                      peak_effort=effort if math.isfinite(effort) else 0.0)
