@@ -125,6 +125,10 @@ class Catalog:
         try:
             if read_only:  # immutable: no -wal/-shm files to create, nobody can be writing it
                 conn = _open_read_only(self.path)
+            elif _disk_full(self.path) and not self.path.with_name(self.path.name + '-wal').exists():
+                # A full disk: SQLite would make its WAL side files and leave them behind when it cannot map them;
+                # with no WAL there is nothing newer than the file itself to read.
+                conn, full = _open_read_only(self.path), True
             else:
                 conn = sqlite3.connect(self.path, timeout=30.0)
                 try:
