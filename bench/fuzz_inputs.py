@@ -4,6 +4,7 @@ exported), breaks one thing, runs one command in a forked child with a time limi
 
 - a clean error: exit status 1 and exactly one stderr line `robodata <command>: error: ...`;
 - handled: exit status 0 or 3 (the command did what it could and said what it could not);
+- storage cases put the dataset on a small tmpfs of its own, full, nearly full or read-only (as root; else said);
 - a traceback (target 0), a run over --limit seconds (target 0, killed), a file of the dataset changed that the
   command does not own (target 0), and the peak resident memory of any case (target under 1 GiB).
 
@@ -16,6 +17,7 @@ Seeded and bounded: the same --seed gives the same cases. Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import hashlib
 import io
@@ -255,6 +257,39 @@ ODD_VALUES = ['', ' ', '-1', '0', '1e30', '1e-30', 'nan', 'inf', '1 s', '2min', 
               'é', '9' * 50, '--json', '-x']
 
 
+CAN_MOUNT = os.geteuid() == 0  # a small tmpfs per storage case, as a user's data disk (root only)
+FILLER = '.fuzz_filler'
+
+
+def storage_fault(ds: Path, rng: random.Random) -> str:
+    """Move the case's dataset onto a small file system of its own, then fill it or make it read-only."""
+    import subprocess
+
+    held = ds.with_name('ds_held')
+    ds.rename(held)
+    ds.mkdir()
+    size = sum(p.stat().st_size for p in held.rglob('*') if p.is_file()) + (8 << 20)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}', 'tmpfs', str(ds)], check=True, capture_output=True)
+    shutil.copytree(held, ds, symlinks=True, dirs_exist_ok=True)
+    shutil.rmtree(held)
+    fault = rng.choice(['full', 'full', 'nearly full', 'read-only'])
+    if fault == 'read-only':
+        subprocess.run(['mount', '-o', 'remount,ro', str(ds)], check=True, capture_output=True)
+        return 'read-only'
+    leave = 0 if fault == 'full' else rng.choice([64 << 10, 1 << 20, 4 << 20])
+    with contextlib.suppress(OSError), (ds / FILLER).open('wb') as f:  # an error: full to the last block
+        f.write(bytes(max(0, shutil.disk_usage(ds).free - leave)))
+    return 'full' if fault == 'full' else f'nearly full ({leave >> 10} KiB left)'
+
+
+def release_disk(case_dir: Path) -> None:
+    """Unmount a storage case's file system (its dataset goes with it)."""
+    import subprocess
+
+    if os.path.ismount(case_dir / 'ds'):
+        subprocess.run(['umount', '-l', str(case_dir / 'ds')], check=False, capture_output=True)
+
+
 def command_args(command: str, target: str, case_dir: Path, rng: random.Random) -> list[str]:
     out = str(case_dir / 'out')
     return {
@@ -277,7 +312,15 @@ def make_case(number: int, rng: random.Random, base: Path, case_dir: Path) -> Ca
     ds = case_dir / 'ds'
     episode = sorted(p for p in (ds / 'episodes').iterdir() if p.is_dir() and not p.name.startswith('.'))[0]
     family = rng.choice(['bag', 'bag', 'bag', 'dataset file', 'dataset file', 'sidecar', 'profile', 'taxonomy',
-                         'special file', 'arguments'])
+                         'special file', 'arguments', 'storage'])
+    if family == 'storage' and not CAN_MOUNT:
+        family = 'arguments'  # counted under 'storage cases' as not run: mounting needs root
+    if family == 'storage':
+        what = storage_fault(ds, rng)
+        command = rng.choice(['info', 'verify', 'list', 'segment', 'score', 'report', 'export', 'repair', 'catalog',
+                              'set'])
+        target = str(episode if command == 'set' else rng.choice([ds, episode]))
+        return Case(number, f'the dataset disk is {what}', command, command_args(command, target, case_dir, rng))
     if family == 'bag':
         target_bag = rng.choice([episode / 'bag', case_dir / 'bag'])
         storage = next(target_bag.glob('*.mcap'))
@@ -441,6 +484,7 @@ def fuzz(cases: int, seed: int, limit_s: float, keep: Path | None = None, quiet:
             outcome = run_case(case, case_dir, limit_s)
             if outcome.kind in ('traceback', 'hang', 'damaged', 'other') and keep is not None:
                 shutil.copytree(case_dir, keep / f'case_{number}', symlinks=True, dirs_exist_ok=True)
+            release_disk(case_dir)
             shutil.rmtree(case_dir, ignore_errors=True)
             done[0] += 1
             if not quiet and done[0] % 100 == 0:
@@ -451,6 +495,8 @@ def fuzz(cases: int, seed: int, limit_s: float, keep: Path | None = None, quiet:
             outcomes = list(pool.map(one, range(cases)))
         return summarize(outcomes, setup_s, time.monotonic() - t0 - setup_s, limit_s)
     finally:
+        for case_dir in work.glob('case_*'):
+            release_disk(case_dir)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -466,6 +512,8 @@ def summarize(outcomes: list[Outcome], setup_s: float, run_s: float, limit_s: fl
         'runs over the limit': kinds.get('hang', 0) + len(slow),
         'dataset files damaged': kinds.get('damaged', 0),
         'other exits': kinds.get('other', 0),
+        'storage cases': sum(o.case.what.startswith('the dataset disk is') for o in outcomes) if CAN_MOUNT
+        else 'not run (mounting a small file system needs root)',
         'peak memory of any case (MiB)': round(max((o.peak_kib for o in outcomes), default=0) / 1024, 1),
         'slowest case (s)': round(max((o.seconds for o in outcomes), default=0), 2),
         'setup s': round(setup_s, 1), 'run s': round(run_s, 1),
@@ -491,7 +539,7 @@ def main() -> int:
         print(json.dumps(result, indent=1))
         return 0
     print(f'== fuzz_inputs: {result["cases"]} cases (seed {args.seed}, limit {args.limit:g} s) ==')
-    for key in ('clean one-line errors', 'handled (exit 0 or 3)', 'other exits'):
+    for key in ('clean one-line errors', 'handled (exit 0 or 3)', 'other exits', 'storage cases'):
         print(f'  {key}: {result[key]}')
     print(f'  setup {result["setup s"]} s, cases {result["run s"]} s, slowest case {result["slowest case (s)"]} s')
     targets = [('tracebacks', result['tracebacks'], 0), ('runs over the limit', result['runs over the limit'], 0),
