@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ros_robodata.record.keys_screen import (
+    DISK_STATUS,
     ERROR,
     HELP,
     OK,
@@ -469,3 +470,18 @@ def test_a_bad_recorder_name_is_one_line():
     assert done.returncode == 1
     assert done.stderr.startswith("robodata keys: error: parameter `recorder`: 'bad name!' is not a valid node name")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_disk_room_is_on_screen_and_a_disk_running_out_is_a_warning(screen):
+    """The operator sees the free space in recording time; when it runs low it is a warning, and it clears when
+    space is freed."""
+    screen.on_diagnostics([('robodata recorder', OK, 'idle'),
+                           (DISK_STATUS, OK, '812.0 MiB free, about 7 min of recording at 2.0 MiB/s')])
+    assert 'disk: 812.0 MiB free, about 7 min of recording at 2.0 MiB/s' in text(screen) and '!' not in text(screen)
+    screen.on_diagnostics([('robodata recorder', OK, 'idle'),
+                           (DISK_STATUS, WARN, 'disk nearly full: 150.0 MiB free, about 75 s of recording')])
+    shown = text(screen)
+    assert '! WARN  recorder: disk nearly full: 150.0 MiB free, about 75 s of recording' in shown
+    assert 'disk: 812.0' not in shown
+    screen.on_diagnostics([('robodata recorder', OK, 'idle'), (DISK_STATUS, OK, '2.0 GiB free')])
+    assert '!' not in text(screen)

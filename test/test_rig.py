@@ -127,6 +127,7 @@ def test_a_minute_at_the_simulated_rig_raises_no_alarm_and_every_episode_is_whol
             c.spin_for(2.0)
             sim = robodata(['sim', *SMALL_IMAGES], domain, tmp_path / 'sim.log')
             seen = watch(c, operator, 60.0)
+            disk_line = operator.screen.disk_line  # the dataset disk's room at the rig's measured write rate
             running_until = time.monotonic() - operator.t0  # then the rig stops: its topics do go silent
             sim_log = clean_exit(sim, tmp_path / 'sim.log')
     finally:
@@ -142,6 +143,8 @@ def test_a_minute_at_the_simulated_rig_raises_no_alarm_and_every_episode_is_whol
         operator.problems[:10]
     shown = [line for _, lines in screen_unexplained(seen, operator.problems) for line in lines]
     assert shown == [], sorted(set(shown))
+    assert disk_line.startswith('disk: ') and ' free, about ' in disk_line and ' of recording at ' in disk_line, \
+        disk_line
     data = Dataset.open(dataset)
     episodes = [data.episode(i) for i in data.episode_ids()]
     complete = [e for e in episodes if e.status == 'complete']

@@ -30,6 +30,7 @@ from ros_robodata.profile.schema import IMAGE
 from ros_robodata.quality.timing import silence
 from ros_robodata.record.dds_peers import shm_participants
 from ros_robodata.record.host_check import check_host, frame_loss_advice
+from ros_robodata.record.keys_screen import DISK_STATUS
 from ros_robodata.record.priority import INTAKE_NICENESS, lower_this_thread
 from ros_robodata.record.recorder import RecorderSettings, Transition
 from ros_robodata.record.writer_process import RecorderProcess
@@ -230,6 +231,14 @@ class RecorderNode(Node):
             head.level = DiagnosticStatus.WARN
             head.message += f'; not recordable here: {", ".join(self._unrecordable)}'
         array.status.append(head)
+        if status.get('disk'):
+            disk = status['disk']
+            array.status.append(DiagnosticStatus(
+                name=DISK_STATUS, hardware_id=self.profile.robot.name,
+                level=(DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)[disk['level']],
+                message=disk['message'],
+                values=[KeyValue(key=k, value='' if disk[k] is None else f'{disk[k]:.0f}')
+                        for k in ('free_bytes', 'rate_bps', 'seconds_left')]))
         silent_after = self.profile.quality.silent_after_s
         for topic, t in sorted(status['topics'].items()):
             item = DiagnosticStatus(name=f'robodata recorder: {topic}', hardware_id=self.profile.robot.name)

@@ -223,6 +223,9 @@ class Recording:
     # A stop sooner than this after the start is refused, with a word: the start key pressed twice (an episode of
     # pre-roll only). A discard is always taken.
     min_episode_s: float = field(default=1.0, metadata=_rule(_non_negative))
+    # The recorder warns (keys screen, /diagnostics) when the dataset's disk holds less than this many seconds of
+    # recording at the rig's measured write rate.
+    disk_warn_s: float = field(default=120.0, metadata=_rule(_positive))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,6 +40,7 @@ LEVEL_NAMES = {OK: 'OK', WARN: 'WARN', ERROR: 'ERROR', STALE: 'STALE'}
 
 RECORDER_STATUS = 'robodata recorder'  # the recorder's head status in /diagnostics
 _TOPIC_STATUS_PREFIX = RECORDER_STATUS + ': '
+DISK_STATUS = 'robodata recorder disk'  # the free space on the dataset's disk, in recording time
 _RECORDING = re.compile(r'recording (\S+) \((\d+) s\)')
 
 # A warning stays on screen this long after it was last reported: per-topic diagnostics repeat
@@ -132,6 +133,8 @@ class KeysScreen:
         self._disagreements = 0
         self.quality_line = ''  # the quality monitor's summary, when one runs
         self.quality_seen_at = 0.0
+        self.disk_line = ''  # the recorder's word on the dataset disk's room
+        self.disk_seen_at = 0.0
         self._quality_batch: set[str] = set()  # problems the monitor reported since its last summary
 
     @property
@@ -230,7 +233,13 @@ class KeysScreen:
         # says which case it is, even when it crossed an episode event on the way.
         recording = _RECORDING.match(heads[0]) is not None if heads else self.episode is not None
         for name, level, text in statuses:
-            if name == RECORDER_STATUS:
+            if name == DISK_STATUS:
+                self.disk_line, self.disk_seen_at = (f'disk: {text}' if level == OK else ''), now
+                if level == OK:
+                    self.warnings.pop('disk', None)
+                else:
+                    self.warnings['disk'] = _Warning(level, f'recorder: {text}', now, NOTICE_HOLD_S, 'recorder')
+            elif name == RECORDER_STATUS:
                 self._recorder_status(level, text, now)
             elif name.startswith(_TOPIC_STATUS_PREFIX):
                 topic = name[len(_TOPIC_STATUS_PREFIX):]
@@ -287,6 +296,8 @@ class KeysScreen:
             lines.append('starting...' if 'start' in self.busy else 'idle: press space to start an episode')
         if self.quality_line and now - self.quality_seen_at <= QUALITY_HOLD_S:
             lines.append(self.quality_line)
+        if self.disk_line and now - self.disk_seen_at <= NOTICE_HOLD_S:
+            lines.append(self.disk_line)
         if self.last is not None:
             last = self.last
             lines.append(f'last episode: {last.episode_id} {last.status or "stopped"}'

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ros_robodata.bag.types import typestore
@@ -32,6 +32,8 @@ from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.errors import RecorderError, RobodataError
+from ros_robodata.files import free_bytes
+from ros_robodata.record.disk_room import WriteRate, disk_room
 from ros_robodata.record.intent import EpisodeIntent
 from ros_robodata.record.preroll import PreRoll
 from ros_robodata.record.topic_stats import TopicStats, stamp_range
@@ -65,6 +67,7 @@ class RecorderSettings:
     delete_discarded: bool = False
     queue_max_bytes: int = 1 << 30
     preroll_max_bytes: int = 512 << 20
+    disk_warn_s: float = 120.0
 
     @classmethod
     def from_profile(cls, profile: Any, **overrides: Any) -> RecorderSettings:
@@ -72,7 +75,7 @@ class RecorderSettings:
         base = cls(robot=profile.robot.name, profile_sha256=profile.sha256, storage=rec.storage,
                    compression=rec.compression, pre_roll_s=rec.pre_roll_s, min_episode_s=rec.min_episode_s,
                    max_episode_s=rec.max_episode_s,
-                   flush_interval_s=rec.flush_interval_s)
+                   flush_interval_s=rec.flush_interval_s, disk_warn_s=rec.disk_warn_s)
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -142,6 +145,7 @@ class EpisodeRecorder:
         self._next_flush = 0.0
         self._snapshot: dict[str, Any] | None = None
         self._next_snapshot = 0.0
+        self._write_rate = WriteRate()  # the rig's measured rate: the disk's room in recording time
         self._unsaved: Episode | None = None  # closed by a storage error before its episode.yaml could be written
         self._next_save_retry = 0.0
         self._closed = False
@@ -503,6 +507,9 @@ class EpisodeRecorder:
             'dropped_by_recorder': sum(self._dropped.values()),
             'topics': topics,
             'last_episode_id': self._intent.last,
+            'disk': asdict(disk_room(free_bytes(self.dataset.root),
+                                     self._write_rate.update(time.monotonic(), self._taken_bytes, episode is not None),
+                                     self.settings.disk_warn_s)),
         }
 
     def _close(self, status: str, t_ns: int) -> Episode | None:
