@@ -3,19 +3,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from ros_robodata import untrusted
 from ros_robodata.errors import FileWriteError, RobodataError
+
+T = TypeVar('T')
 
 # libyaml's emitter where PyYAML was built with it: ~20x faster than the pure-Python one, same text.
 _DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
@@ -134,3 +138,26 @@ def safe_path(root: Path, *parts: str) -> Path:
     if not path.resolve().is_relative_to(root.resolve()):
         raise RobodataError(f'{path}: resolves outside {root}')
     return path
+
+
+def replace_folder(folder: Path, staging: Path, write: Callable[[Path], T], *, inner: Path = Path()) -> T:
+    """Write a folder again without touching the one there until the new one is whole: `write(staging)` fills
+    `staging / inner`, which then takes `folder`'s place; on any failure `folder` stays as it was and the staging
+    folder is removed. Needs the room of both while it writes. Returns what `write` returned."""
+    shutil.rmtree(staging, ignore_errors=True)  # one a killed run left
+    try:
+        result = write(staging)
+        replaced = folder.with_name(f'.{folder.name}.replaced')
+        shutil.rmtree(replaced, ignore_errors=True)
+        os.replace(folder, replaced)
+        try:
+            os.replace(staging / inner, folder)
+        except OSError:
+            os.replace(replaced, folder)
+            raise
+        shutil.rmtree(replaced, ignore_errors=True)
+        return result
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            staging.parent.rmdir()  # the staging area, when nothing else is staged there

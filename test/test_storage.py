@@ -5,6 +5,7 @@ file that was there."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -338,3 +339,27 @@ def test_a_disk_that_fills_during_a_command_is_one_line_and_leaves_nothing(
     added = sorted(k for k in set(after) - set(before)
                    if not k.endswith(('catalog.sqlite-wal', 'catalog.sqlite-shm', 'events.json', 'quality.json')))
     assert not added, added
+
+
+def test_exporting_again_onto_a_disk_that_fills_keeps_the_earlier_export(
+        small_disk: Path, scored_dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Frames exported once, then again with other settings onto a disk with too little room for them: the run
+    ends in one line and the first export is as it was (frames.json and every frame), so its labeling tasks still
+    point at real files; with room the new settings replace it whole and no staging folder is left."""
+    out = small_disk / 'frames'
+    assert main(['export', 'frames', str(scored_dataset), '--out', str(out), '--every', '1s']) == 0
+    capsys.readouterr()
+    before = _hashes(out)
+    assert any(k.endswith('frames.json') for k in before) and any(k.endswith('.jpg') for k in before)
+    filler = _fill(small_disk, leave_bytes=32 << 10)
+    code = main(['export', 'frames', str(scored_dataset), '--out', str(out), '--every', '0.2s'])
+    said = capsys.readouterr()
+    assert code != 0 and 'full' in said.err, said
+    assert _hashes(out) == before  # nothing of the earlier export changed, nothing half-written beside it
+    filler.unlink()
+    assert main(['export', 'frames', str(scored_dataset), '--out', str(out), '--every', '0.2s']) == 0
+    docs = [json.loads(p.read_text()) for p in out.glob('episodes/*/frames.json')]
+    assert len(docs) == 2 and all(len(d['frames']) > 5 for d in docs)
+    assert all((out / sensor['file']).is_file() for d in docs for f in d['frames'] for sensor in f['sensors'].values()
+               if isinstance(sensor, dict) and 'file' in sensor)
+    assert not (out / '.staging').exists() and not list(out.glob('episodes/.*'))

@@ -39,6 +39,7 @@ from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.manifest import (
     EPISODE_FORMAT,
     FRAMES_FILE,
+    build_manifest,
     episode_is_current,
     refresh_manifest,
     write_json_atomic,
@@ -54,13 +55,14 @@ from ros_robodata.export.plan import (
 )
 from ros_robodata.export.schedule import FrameScheduler
 from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
-from ros_robodata.files import safe_path, write_atomic
+from ros_robodata.files import replace_folder, safe_path, write_atomic
 from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir
 from ros_robodata.profile import Profile
 from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints
 
 _SENSOR_DIR = re.compile(r'^(camera|lidar)_[a-z0-9_]+$')
 _FRAME_FILE = re.compile(r'^[0-9]{6}\.(jpg|png|pcd)$')
+STAGING_DIR = '.staging'  # an episode exported again is written here first, then swapped in whole
 
 
 # -- one episode -------------------------------------------------------------------------------------------
@@ -320,7 +322,15 @@ def _export_job(job: tuple[str, str, str | None, str, ExportPlan, str, str]
         events = None
         if events_path is not None and Path(events_path).exists():
             events = read_events_file(Path(events_path))
-        doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task, outcome=outcome)
+        if fresh:
+            doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task,
+                                 outcome=outcome)
+        else:
+            # exported before with other settings: staged beside it and swapped in whole (paths in frames.json
+            # are relative to the export's folder), so a failure half-way leaves the earlier export as it was
+            doc = replace_folder(episode_dir, Path(out_dir) / STAGING_DIR / episode_id, lambda staging: export_episode(
+                Path(bag), episode_id, staging, plan, events=events, task=task, outcome=outcome),
+                inner=Path('episodes', episode_id))
         return episode_id, doc, False
     except (RobodataError, OSError, ValueError, cv2.error) as err:
         if fresh and episode_dir is not None:  # half an episode's frames (a disk that filled) is no export: gone
@@ -360,7 +370,10 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
         docs[episode_id] = {**doc, 'task': item.task, 'outcome': item.outcome or ''}
         if doc.get('missing_sensors'):
             result.missing[episode_id] = list(doc['missing_sensors'])
-    result.manifest = refresh_manifest(out, name, plan.settings(), docs, skip=set(result.failed))
+    if docs or not result.failed:
+        result.manifest = refresh_manifest(out, name, plan.settings(), docs, skip=set(result.failed))
+    else:  # every episode failed: an earlier export's manifest stays as it was, with the episodes it lists
+        result.manifest = build_manifest(name, plan.settings(), [])
     return result
 
 
