@@ -264,6 +264,8 @@ COMMANDS = {
     'catalog rebuild': (['catalog', 'rebuild', 'DS'], False),
     'export frames onto the disk': (['export', 'frames', 'DS', '--out', 'SAME/frames', '--every', '1s'], False),
     'export lerobot onto the disk': (['export', 'lerobot', 'DS', '--out', 'SAME/lerobot'], False),
+    'export label studio tasks onto the disk': (['export', 'frames', 'DS', '--out', 'SAME/ls', '--every', '1s',
+                                                 '--tasks', 'label_studio'], False),
     'import': (['import', 'SOURCE', '--dataset', 'DS'], False),
 }
 
@@ -310,6 +312,7 @@ def test_every_command_on_a_full_or_read_only_disk_is_one_line_and_changes_nothi
 
 
 @pytest.mark.parametrize('command', ['export frames onto the disk', 'export lerobot onto the disk',
+                                     'export label studio tasks onto the disk',
                                      'report into the dataset', 'score', 'segment'])
 def test_a_disk_that_fills_during_a_command_is_one_line_and_leaves_nothing(
         small_disk: Path, scored_dataset: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
