@@ -148,9 +148,7 @@ class Catalog:
                 yield conn
         except sqlite3.DatabaseError as err:
             if full or _disk_full(self.path):
-                raise DatasetError(f'{self.path.parent}: the disk holding the dataset is full '
-                                   f'({_free(self.path)} free): this command would change it; free some space and '
-                                   'run it again (nothing was changed)') from None
+                raise self._full() from None
             if read_only and 'readonly' in str(err):
                 raise DatasetError(f'{self.path.parent}: the dataset is read-only here: this command would change '
                                    'it (copy it somewhere writable, or ask for write permission)') from None
@@ -176,6 +174,20 @@ class Catalog:
                 'INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)', ('schema_version', str(SCHEMA_VERSION))
             )
             _add_columns(conn)
+
+    def _full(self) -> DatasetError:
+        return DatasetError(f'{self.path.parent}: the disk holding the dataset is full ({_free(self.path)} free): '
+                            'this command would change it; free some space and run it again (nothing was changed)')
+
+    def check_room(self) -> None:
+        """Refuse a change up front on a full disk: the catalog's write would fail after the change's files were
+        written (episode.yaml, audit.jsonl, review/queue.json), and nothing may change half.
+
+        Raises:
+            DatasetError: the disk holding the dataset has less than FULL_BELOW_BYTES free.
+        """
+        if _disk_full(self.path):
+            raise self._full()
 
     def check(self) -> None:
         """Fail clearly on a catalog that is not ours or is from a newer version."""

@@ -225,6 +225,7 @@ class Dataset:
             raise DatasetError(f'{self.root}: the dataset is read-only here: the {field} of {episode_id} cannot be '
                                'changed (copy it somewhere writable, or ask for write permission)')
         self.catalog.check()
+        self.catalog.check_room()
         check_audit_writable(self.audit_path)
         path = self.episode_dir(episode_id) / 'episode.yaml'
         before = path.read_bytes()

@@ -182,6 +182,7 @@ def _document(dataset: Dataset, asked: str, count: int, items: list[Any], picks:
 def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded: dict[str, str],
            who: str | None) -> Path:
     """queue.json, then the catalog's review columns, then the audit line."""
+    dataset.catalog.check_room()
     folder = dataset.root / REVIEW_DIR
     if folder.exists() and not folder.is_dir():
         raise DatasetError(f'{folder}: not a folder: move it away so the review queue can be stored there')
