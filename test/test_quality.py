@@ -559,3 +559,23 @@ def test_faults_the_10_fps_sampling_missed_are_found_in_their_window(tmp_path, k
     assert found, [f.check for f in score_bag(bag, profile).report.findings]
     zero = truth['start_ns']
     assert any(a <= zero + (end + 0.6) * 1e9 and b >= zero + (start - 0.1) * 1e9 for a, b in found[0].ranges)
+
+
+def test_an_episode_far_beyond_a_datasets_pattern_stays_a_warning() -> None:
+    """A camera that drops out for about a second in every episode is a trait of the rig (one dataset-level line, an
+    info in each); the episode where it was gone for 12 s differs from that norm and stays a warning, said so."""
+    def report(seconds: float, k: int) -> EpisodeReport:
+        start = START + k * 10**9
+        gap = Finding('timing.silent', WARN, '/camera/wrist/image_raw', f'no frame for {seconds:.1f} s',
+                      value=seconds, threshold=0.5, ranges=((start, start + int(seconds * 1e9)),), count=1)
+        return EpisodeReport([gap], {}, START, START + 30 * 10**9, None, [])
+
+    lengths = [0.9, 1.1, 1.0, 1.3, 0.8, 1.2, 12.0]
+    reports = {f'ep{k}': report(s, k) for k, s in enumerate(lengths)}
+    (pattern,) = find_patterns(reports)
+    assert pattern.episodes == tuple(reports) and pattern.beyond == ('ep6',)
+    assert pattern.line().endswith('beyond it, still a warning: ep6')
+    severities = {name: r.findings[0].severity for name, r in reports.items()}
+    assert severities == {**{f'ep{k}': INFO for k in range(6)}, 'ep6': WARN}
+    assert 'here 12 s against a usual 1.1 s: beyond the pattern' in reports['ep6'].findings[0].message
+    assert pattern.to_json()['beyond'] == ['ep6']

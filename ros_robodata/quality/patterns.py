@@ -24,6 +24,10 @@ JUMP = 'motion.velocity_jump'
 JOINT_STEP_FACTOR = 3.0  # a jump within this many times the joint's usual big step (its p99) is its own motion
 PATTERN_SHARE = 0.5  # a warning in more than this share of the episodes is a pattern of the dataset
 PATTERN_MIN_EPISODES = 3  # ... and in at least this many
+# An episode whose finding lasts this many times the pattern's median (and is a robust outlier among them) differs
+# from the dataset's norm: its finding stays a warning.
+BEYOND_FACTOR = 4.0
+BEYOND_SIGMAS = 5.0
 # Findings judged against the others already, or about each episode's own label: never a pattern.
 NOT_PATTERNS = frozenset({'success.disagrees', 'consistency.outlier', 'motion.jerky', 'completeness.outcome'})
 
@@ -38,15 +42,19 @@ class Pattern:
     episodes: tuple[str, ...]
     of: int  # episodes scored
     example: str  # one episode's message
+    beyond: tuple[str, ...] = ()  # episodes whose finding goes far beyond the pattern's usual: still warnings
 
     def line(self) -> str:
         what = f'{self.subject} on {self.topic}' if self.subject else (self.topic or 'the episode')
-        return (f'{self.check} on {what} in {len(self.episodes)} of {self.of} episodes: a pattern of this dataset '
+        line = (f'{self.check} on {what} in {len(self.episodes)} of {self.of} episodes: a pattern of this dataset '
                 f'(an info in each), e.g. "{self.example}"')
+        if self.beyond:
+            line += f'; beyond it, still a warning: {", ".join(self.beyond)}'
+        return line
 
     def to_json(self) -> dict[str, Any]:
         return {'check': self.check, 'topic': self.topic, 'subject': self.subject, 'episodes': list(self.episodes),
-                'of': self.of, 'example': self.example, 'message': self.line()}
+                'of': self.of, 'example': self.example, 'beyond': list(self.beyond), 'message': self.line()}
 
 
 def _subject(finding: Finding) -> str:
@@ -127,16 +135,48 @@ def find_patterns(reports: Mapping[str, EpisodeReport]) -> list[Pattern]:
         if len(where) < PATTERN_MIN_EPISODES or len(where) <= PATTERN_SHARE * total:
             continue
         first = reports[where[0][0]].findings[where[0][1]].message
-        patterns.append(Pattern(check, topic, subject, tuple(n for n, _ in where), total, first))
+        sizes = {name: _extent(reports[name].findings[k]) for name, k in where}
+        beyond, usual = _beyond(sizes)
+        patterns.append(Pattern(check, topic, subject, tuple(n for n, _ in where), total, first, tuple(beyond)))
         for name, _ in where:
             report = reports[name]
             for k, finding in enumerate(report.findings):
-                if (finding.check, finding.topic, _subject(finding)) == (check, topic, subject) \
-                        and finding.severity == WARN:
+                if (finding.check, finding.topic, _subject(finding)) != (check, topic, subject) \
+                        or finding.severity != WARN:
+                    continue
+                if name in beyond:
+                    report.findings[k] = replace(finding, message=(
+                        f'{finding.message} [this dataset shows it in {len(where)} of {total} episodes, but here '
+                        f'{_said(sizes[name])} against a usual {_said(usual)}: beyond the pattern]'))
+                else:
                     report.findings[k] = replace(finding, severity=INFO,
                                                  message=f'{finding.message} [a pattern of this dataset: '
                                                          f'{len(where)} of {total} episodes]')
     return patterns
+
+
+def _extent(finding: Finding) -> tuple[float, str]:
+    """How much of an episode a finding covers: the seconds of its stretches, else the samples that fired."""
+    seconds = sum(end - start for start, end in finding.ranges) / 1e9
+    return (seconds, 's') if seconds > 0 else (float(finding.count), 'samples')
+
+
+def _said(extent: tuple[float, str]) -> str:
+    return f'{extent[0]:.3g} s' if extent[1] == 's' else f'{extent[0]:.0f} samples'
+
+
+def _beyond(sizes: dict[str, tuple[float, str]]) -> tuple[list[str], tuple[float, str]]:
+    """The episodes whose finding lasts far longer than the pattern's usual (a median and its robust spread over
+    the episodes it holds in), and that usual."""
+    unit = max({u for _, u in sizes.values()}, key=lambda u: sum(1 for _, v in sizes.values() if v == u))
+    values = {name: v for name, (v, u) in sizes.items() if u == unit}
+    array = np.array(list(values.values()), dtype=float)
+    median = float(np.median(array))
+    spread = 1.4826 * float(np.median(np.abs(array - median)))
+    limit = max(BEYOND_FACTOR * median, median + BEYOND_SIGMAS * spread)
+    if len(array) < PATTERN_MIN_EPISODES or median <= 0:
+        return [], (median, unit)
+    return sorted(name for name, v in values.items() if v > limit), (median, unit)
 
 
 def imported_outcomes(episodes: Mapping[str, tuple[EpisodeReport, Episode | None]]) -> str | None:
