@@ -653,3 +653,25 @@ def test_an_episode_yaml_field_of_the_wrong_type_is_named(make_demo_dataset, cap
         assert main([*command, str(dataset.root)]) == code
     said = ' '.join(''.join(capsys.readouterr()).split())  # verify reports it as a FAIL line, rebuild as skipped
     assert f'{field}: expected' in said and first in said, said
+
+
+def test_an_empty_path_is_refused_and_creates_nothing(tmp_path, capsys, monkeypatch):
+    """`init ''` created a dataset in the working folder (the OS reads '' as '.'): an empty path is refused for
+    every command that takes a target, before anything is made."""
+    monkeypatch.chdir(tmp_path)
+    for argv in (['init', ''], ['list', ' '], ['score', '']):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert err.strip().splitlines()[-1].endswith('an empty path (give a folder or a file; "." for the working '
+                                                     'folder)'), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_simulated_camera_larger_than_its_render_buffer_is_one_line(tmp_path, capsys):
+    assert main(['demo', '--image-size', '100000x100000', '--out', str(tmp_path / 'd')]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "robodata demo: error: --image-size '100000x100000': at most 1280x960 (the simulated " \
+        "cameras' render buffer)"
+    assert not (tmp_path / 'd').exists()

@@ -29,7 +29,14 @@ def print_json(data: Any) -> None:
 
 def add_target(p: argparse.ArgumentParser, what: str = TARGETS, metavar: str = 'TARGET') -> None:
     """The one positional argument of a command that works on a dataset, an episode or bags: always `target`."""
-    p.add_argument('target', metavar=metavar, help=what)
+    p.add_argument('target', metavar=metavar, help=what, type=_given_path)
+
+
+def _given_path(text: str) -> str:
+    """An empty path means the working folder to the OS; nobody means that by typing ''."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError('an empty path (give a folder or a file; "." for the working folder)')
+    return text
 
 
 def add_analysis_arguments(p: argparse.ArgumentParser, what: str = TARGETS) -> None:

@@ -33,6 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+MAX_IMAGE = (1280, 960)  # the scene's offscreen buffer (sim/scene.py: offwidth, offheight)
+
+
 def image_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split('x'))
@@ -40,6 +43,9 @@ def image_size(text: str) -> tuple[int, int]:
         raise RobodataError(f'--image-size {text!r}: expected WIDTHxHEIGHT, e.g. 320x240') from None
     if w < 16 or h < 16:
         raise RobodataError(f'--image-size {text!r}: at least 16x16')
+    if w > MAX_IMAGE[0] or h > MAX_IMAGE[1]:  # the simulated cameras render offscreen into a buffer of this size
+        raise RobodataError(f'--image-size {text!r}: at most {MAX_IMAGE[0]}x{MAX_IMAGE[1]} (the simulated cameras\' '
+                            'render buffer)')
     return w, h
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -95,7 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A disk that filled or a mount that is read-only where no writer said it first: still one line, the path
         # and the cause (each writer removes its own temporaries on the way out).
         where = f'{err.filename}: ' if err.filename else ''
-        print(f'robodata {args.command}: error: {where}cannot write: {write_cause(err)}', file=sys.stderr)
+        verb = 'cannot read or write' if err.errno in (errno.EACCES, errno.EPERM) else 'cannot write'  # either
+        print(f'robodata {args.command}: error: {where}{verb}: {write_cause(err)}', file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f'robodata {args.command}: interrupted', file=sys.stderr)
