@@ -223,6 +223,9 @@ def test_verify_reads_a_bag_on_its_own_and_names_its_damage(tmp_path, write_demo
     assert result.returncode == 1 and 'Traceback' not in result.stderr
     assert 'FAIL' in result.stdout and 'cut.mcap is damaged or truncated' in result.stdout
     assert '1 bag(s) checked, 1 problem(s)' in result.stdout
+    # the verdict on stderr too, in one line, where a script looks for why it failed
+    assert result.stderr.strip().splitlines() == ['robodata verify: error: 1 problem(s) in 1 of 1 checked (listed '
+                                                  'on stdout)']
 
 
 def test_init_with_a_broken_profile_creates_nothing(tmp_path, capsys):

@@ -81,7 +81,8 @@ def test_repair_on_a_disk_without_room_says_what_it_needs_and_changes_nothing(
     before = _hashes(dataset.root)
 
     code = main(['repair', str(dataset.root)])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines() == ['robodata repair: 1 not repairable: cut (the reasons are on stdout)']
     line = next(line for line in out.splitlines() if line.startswith('cut'))
     assert code != 0 and 'needs about' in line and 'MiB free on that disk' in line, out
     assert 'nothing was changed' in line

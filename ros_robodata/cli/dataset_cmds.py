@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rich.table import Table
 
@@ -154,6 +155,10 @@ def run_verify(args: argparse.Namespace) -> int:
             stdout.print(f'[red]FAIL[/] {problem}')
         what = 'bag(s)' if target.kind in ('bag', 'bags') else 'episode(s)'
         stdout.print(f'{checked} {what} checked, {len(problems)} problem(s)')
+    if problems:  # the verdict where a script looks for why it failed; the list is on stdout
+        bad = len({p.episode for p in problems})
+        print(f'robodata verify: error: {len(problems)} problem(s) in {bad} of {checked} checked (listed on stdout)',
+              file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -163,6 +168,10 @@ def run_catalog(args: argparse.Namespace) -> int:
     skipped = dataset.skipped_folders()
     # an episode whose episode.yaml cannot be read is left out of the catalog: done, but not all of it
     code = EXIT_PARTIAL if any(why.startswith(UNREADABLE) for _, why in skipped) else 0
+    if code:
+        unreadable = sum(why.startswith(UNREADABLE) for _, why in skipped)
+        print(f'robodata catalog: rebuilt with {count} episode(s); {unreadable} episode folder(s) left out: their '
+              'episode.yaml cannot be read (listed on stdout)', file=sys.stderr)
     if args.json:
         print_json({'episodes': count, 'skipped': [{'folder': name, 'why': why} for name, why in skipped]})
         return code

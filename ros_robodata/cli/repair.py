@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ros_robodata.bag.repair import repair_bag
@@ -71,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
         changed = sum(1 for r in folders if r['actions'])
         stdout.print(f'{len(folders)} {what} checked: {changed} repaired, {problems} not repairable, '
                      f'{len(folders) - changed - problems} whole')
-    return EXIT_PARTIAL if any(r.get('problem') for r in results) else EXIT_OK
+    unrepairable = [r.get('episode') or r['bag'] for r in results if r.get('problem')]
+    if unrepairable:  # the verdict where a script looks for why it did not exit 0; the details are on stdout
+        print(f'robodata repair: {len(unrepairable)} not repairable: {", ".join(map(str, unrepairable[:5]))}'
+              + (' ...' if len(unrepairable) > 5 else '') + ' (the reasons are on stdout)', file=sys.stderr)
+    return EXIT_PARTIAL if unrepairable else EXIT_OK
 
 
 def _own_profile(dataset: Any) -> Any:
