@@ -651,8 +651,12 @@ def test_an_episode_yaml_field_of_the_wrong_type_is_named(make_demo_dataset, cap
     path.write_text(yaml.safe_dump(data))
     with within(30):
         assert main([*command, str(dataset.root)]) == code
-    said = ' '.join(''.join(capsys.readouterr()).split())  # verify reports it as a FAIL line, rebuild as skipped
+    out, err = capsys.readouterr()
+    said = ' '.join((out + err).split())  # verify reports it as a FAIL line, rebuild as skipped
     assert f'{field}: expected' in said and first in said, said
+    (verdict,) = err.strip().splitlines()  # and the verdict on stderr, one line
+    assert verdict.startswith(f'robodata {command[0]}: ') and ('1 of 2 checked' in verdict or
+                                                                '1 episode folder(s) left out' in verdict), verdict
 
 
 def test_an_empty_path_is_refused_and_creates_nothing(tmp_path, capsys, monkeypatch):
