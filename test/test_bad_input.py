@@ -679,3 +679,13 @@ def test_a_simulated_camera_larger_than_its_render_buffer_is_one_line(tmp_path, 
     assert err.strip() == "robodata demo: error: --image-size '100000x100000': at most 1280x960 (the simulated " \
         "cameras' render buffer)"
     assert not (tmp_path / 'd').exists()
+
+
+def test_a_demo_out_that_is_a_file_is_one_line(tmp_path, capsys):
+    taken = tmp_path / 'notes.txt'
+    taken.write_text('mine')
+    assert main(['demo', '--out', str(tmp_path / 'a'), '--out', str(taken)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f'robodata demo: error: --out {taken}: a file is there; the demo writes a folder (OUT/dataset): '
+                   'give another path']
+    assert taken.read_text() == 'mine' and not (tmp_path / 'a').exists()

@@ -6,6 +6,7 @@ The command only parses and checks its arguments; the ROS side is ros_robodata/n
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ros_robodata.cli.ros import require_ros
 from ros_robodata.errors import RobodataError
@@ -62,4 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise RobodataError('--episodes must be at least 1')
     args.faults = [fault(text) for text in args.fault]
     size = image_size(args.image_size)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise RobodataError(f'--out {out}: a file is there; the demo writes a folder (OUT/dataset): give another path')
     return require_ros('demo', 'the demo').run_demo(args, size)
