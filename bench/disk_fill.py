@@ -113,12 +113,10 @@ def run(work: Path, disk: Path, args: argparse.Namespace) -> list[tuple[str, boo
                                  '--dataset', str(dataset_root), '--task', 'bench'],
                                 env=env_for(domain, receiver=True, recorder=True), stdout=log,
                                 stderr=subprocess.STDOUT)
-    rclpy_ok = False
     client = ServiceClient(domain)
     watch = DiskWatch(client)
     results: list[tuple[str, bool, str]] = []
     try:
-        rclpy_ok = True
         client.call(Trigger, '/recorder/stop_episode', Trigger.Request())
         first = client.call(StartEpisode, '/recorder/start_episode', StartEpisode.Request()).episode_id
         t0 = time.monotonic()
@@ -160,8 +158,7 @@ def run(work: Path, disk: Path, args: argparse.Namespace) -> list[tuple[str, boo
             time.sleep(0.2)
         results.append(('the next episode records complete', status2 == 'complete', f'{second}: {status2}'))
     finally:
-        if rclpy_ok:
-            client.close()
+        client.close()
         recorder.send_signal(2)
         recorder.wait(120)
         log.close()

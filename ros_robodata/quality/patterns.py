@@ -135,7 +135,9 @@ def find_patterns(reports: Mapping[str, EpisodeReport]) -> list[Pattern]:
         if len(where) < PATTERN_MIN_EPISODES or len(where) <= PATTERN_SHARE * total:
             continue
         first = reports[where[0][0]].findings[where[0][1]].message
-        sizes = {name: _extent(reports[name].findings[k]) for name, k in where}
+        found = [reports[name].findings[k] for name, k in where]
+        timed = all(f.ranges for f in found)  # compared in seconds where each says when, else in samples
+        sizes = {name: _extent(f, timed) for (name, _), f in zip(where, found, strict=True)}
         beyond, usual = _beyond(sizes)
         patterns.append(Pattern(check, topic, subject, tuple(n for n, _ in where), total, first, tuple(beyond)))
         for name, _ in where:
@@ -147,7 +149,7 @@ def find_patterns(reports: Mapping[str, EpisodeReport]) -> list[Pattern]:
                 if name in beyond:
                     report.findings[k] = replace(finding, message=(
                         f'{finding.message} [this dataset shows it in {len(where)} of {total} episodes, but here '
-                        f'{_said(sizes[name])} against a usual {_said(usual)}: beyond the pattern]'))
+                        f'{_said(sizes[name], timed)} against a usual {_said(usual, timed)}: beyond the pattern]'))
                 else:
                     report.findings[k] = replace(finding, severity=INFO,
                                                  message=f'{finding.message} [a pattern of this dataset: '
@@ -155,28 +157,25 @@ def find_patterns(reports: Mapping[str, EpisodeReport]) -> list[Pattern]:
     return patterns
 
 
-def _extent(finding: Finding) -> tuple[float, str]:
-    """How much of an episode a finding covers: the seconds of its stretches, else the samples that fired."""
-    seconds = sum(end - start for start, end in finding.ranges) / 1e9
-    return (seconds, 's') if seconds > 0 else (float(finding.count), 'samples')
+def _extent(finding: Finding, timed: bool) -> float:
+    """How much of an episode a finding covers: the seconds of its stretches, or the samples that fired."""
+    return sum(end - start for start, end in finding.ranges) / 1e9 if timed else float(finding.count)
 
 
-def _said(extent: tuple[float, str]) -> str:
-    return f'{extent[0]:.3g} s' if extent[1] == 's' else f'{extent[0]:.0f} samples'
+def _said(extent: float, timed: bool) -> str:
+    return f'{extent:.3g} s' if timed else f'{extent:.0f} samples'
 
 
-def _beyond(sizes: dict[str, tuple[float, str]]) -> tuple[list[str], tuple[float, str]]:
+def _beyond(sizes: dict[str, float]) -> tuple[list[str], float]:
     """The episodes whose finding lasts far longer than the pattern's usual (a median and its robust spread over
     the episodes it holds in), and that usual."""
-    unit = max({u for _, u in sizes.values()}, key=lambda u: sum(1 for _, v in sizes.values() if v == u))
-    values = {name: v for name, (v, u) in sizes.items() if u == unit}
-    array = np.array(list(values.values()), dtype=float)
+    array = np.array(list(sizes.values()), dtype=float)
     median = float(np.median(array))
+    if len(array) < PATTERN_MIN_EPISODES or median <= 0:
+        return [], median
     spread = 1.4826 * float(np.median(np.abs(array - median)))
     limit = max(BEYOND_FACTOR * median, median + BEYOND_SIGMAS * spread)
-    if len(array) < PATTERN_MIN_EPISODES or median <= 0:
-        return [], (median, unit)
-    return sorted(name for name, v in values.items() if v > limit), (median, unit)
+    return sorted(name for name, v in sizes.items() if v > limit), median
 
 
 def imported_outcomes(episodes: Mapping[str, tuple[EpisodeReport, Episode | None]]) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ros_robodata.files import mib
+
 __all__ = ['DISK_FULL_BYTES', 'DiskRoom', 'WriteRate', 'disk_room']
 
 # Below this much free space the disk is as good as full for a recording (one bag chunk and its index).
@@ -29,7 +31,7 @@ class DiskRoom:
 
 
 def _size(n: float) -> str:
-    return f'{n / 2**30:.1f} GiB' if n >= 10 * 2**30 else f'{n / 2**20:.1f} MiB'
+    return f'{n / 2**30:.1f} GiB' if n >= 10 * 2**30 else mib(round(n))
 
 
 def _duration(seconds: float) -> str:
