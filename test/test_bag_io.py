@@ -260,6 +260,44 @@ def test_a_sqlite3_bag_made_without_rosbags_is_read(tmp_path):
     assert len(forces) == 8
 
 
+def _wrench_payloads(count: int) -> list[bytes]:
+    definition = TS.generate_msgdef('geometry_msgs/msg/WrenchStamped', ros_version=2)[0]
+    encode = serialize_dynamic('geometry_msgs/msg/WrenchStamped', definition)['geometry_msgs/msg/WrenchStamped']
+    return [bytes(encode({
+        'header': {'stamp': {'sec': 3, 'nanosec': i}, 'frame_id': 'ft_sensor'},
+        'wrench': {'force': {'x': 0.5 * i, 'y': 0.0, 'z': -9.81}, 'torque': {'x': 0.0, 'y': 0.0, 'z': 0.1}},
+    })) for i in range(count)]
+
+
+@pytest.mark.parametrize('change', [
+    "UPDATE messages SET timestamp = 'abc' WHERE id = 3",  # SQLite keeps any type in any column
+    'UPDATE messages SET timestamp = 1.5e300 WHERE id = 3',
+    "UPDATE messages SET timestamp = x'0102' WHERE id = 3",
+    'UPDATE messages SET timestamp = -5 WHERE id = 3',
+    "UPDATE messages SET data = 'hello' WHERE id = 3",
+])
+def test_a_sqlite3_row_of_the_wrong_type_is_left_out_and_said(tmp_path, capsys, change):
+    from ros_robodata.cli.main import main
+
+    _sqlite3_bag_by_hand(tmp_path / 'bag', _wrench_payloads(8))
+    db = sqlite3.connect(tmp_path / 'bag' / 'handmade_0.db3')
+    db.execute(change)
+    db.commit()
+    db.close()
+    before = (tmp_path / 'bag' / 'handmade_0.db3').read_bytes()
+    with BagReader(tmp_path / 'bag') as bag:
+        stamps = [m.t_ns for m in bag.messages()]
+        assert not bag.complete
+    assert len(stamps) == 7 and all(isinstance(t, int) for t in stamps)
+    assert 'left out' in ' '.join(bag.notes)
+    code = main(['score', str(tmp_path / 'bag'), '--profile', 'sim_cell.yaml', '--json'])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert '1 message row(s) whose timestamp is not a time' in err
+    assert (tmp_path / 'bag' / 'handmade_0.db3').read_bytes() == before
+
+
+
 def test_messages_with_stray_trailing_bytes_from_rclpy_serialize_are_read(tmp_path):
     """Bags written from rclpy.serialization.serialize_message() (a common rosbag2_py pattern) carry bytes after
     the message; the CDR before them is what rosbags writes, so it is built here without rclpy."""
