@@ -89,6 +89,26 @@ class CatalogRow:
         return dict(self.__dict__)
 
 
+_TEXT, _INT, _REAL, _NONE = (str,), (int,), (float,), (type(None),)
+# (column, the Python types its values may have) in the order `rows` selects them; scores and bag_sha256 (13, 14)
+# are JSON, checked by Catalog._json
+_ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
+    ('id', _TEXT), ('task', _TEXT), ('operator', _TEXT), ('mode', _TEXT), ('robot', _TEXT), ('outcome', _TEXT),
+    ('status', _TEXT), ('start_ns', _INT + _NONE), ('stop_ns', _INT + _NONE), ('duration_s', _REAL + _NONE),
+    ('message_count', _INT), ('size_bytes', _INT), ('score', _REAL + _NONE), ('scores', _TEXT), ('bag_sha256', _TEXT),
+    ('review_rank', _INT + _NONE), ('review_priority', _REAL + _NONE), ('review_reason', _TEXT),
+    ('review_excluded', _TEXT), ('reviewed_outcome', _TEXT))
+
+
+def _sqlite_kind(value: Any) -> str:
+    if value is None:
+        return 'nothing (NULL)'
+    if isinstance(value, float) and value != value:
+        return 'NaN'
+    return {str: 'text', bytes: 'bytes', int: 'an integer', float: 'a fraction'}.get(type(value), 'a value') + \
+        f' ({str(value)[:20]!r})'
+
+
 FULL_BELOW_BYTES = 1 << 20  # a disk with less free than this is full for SQLite (its WAL side files, a page)
 
 
@@ -267,8 +287,25 @@ class Catalog:
                 sql += f' WHERE {where}'
             sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
-        return [CatalogRow(*row[:13], self._json(row, 13, 'scores'), self._json(row, 14, 'bag_sha256'), row[15],
-                           row[16], row[17] or '', row[18] or '', row[19] or '') for row in rows]
+        return [CatalogRow(*self._typed(row, 0, 13), self._json(row, 13, 'scores'), self._json(row, 14, 'bag_sha256'),
+                           *self._typed(row, 15, len(row))) for row in rows]
+
+    def _typed(self, row: Any, first: int, end: int) -> list[Any]:
+        """Row values checked against what robodata writes in each column (SQLite keeps any type in any column,
+        and a hand edit or a damaged page may put one there); one line naming the episode and the column if not."""
+        out = []
+        for value, (column, allowed) in zip(row[first:end], _ROW_TYPES[first:end]):
+            if value is None and str in allowed:
+                value = ''  # a text column left NULL by an older writer or a hand edit: empty
+            elif type(value) not in allowed or (type(value) is float and value != value):
+                if type(value) is int and float in allowed:
+                    value = float(value)  # SQLite stores a whole REAL as an integer
+                else:
+                    raise DatasetError(f'{self.path}: episode {row[0]!r}: its {column} column holds '
+                                       f'{_sqlite_kind(value)}, not what robodata writes (the catalog was edited or '
+                                       'damaged): `robodata catalog rebuild` recreates it from the episode files')
+            out.append(value)
+        return out
 
     def _json(self, row: Any, index: int, column: str) -> dict[str, Any]:
         """A JSON column of a row, as robodata wrote it; one line naming the episode when it is not."""
