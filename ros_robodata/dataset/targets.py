@@ -70,6 +70,9 @@ def resolve(path_text: str | Path) -> Target:
     path = Path(path_text)
     if not path.exists():
         raise RobodataError(f'{path}: no such file or directory')
+    if path.is_dir() and path.resolve() == Path(path.resolve().anchor):  # searching / would walk /proc and /sys
+        raise RobodataError(f'{path}: the root of the file system, not a dataset, an episode or a bag: name the '
+                            'folder that holds them')
     if path.is_dir() and is_dataset(path):
         return Target('dataset', path, Dataset.open(path))
     if path.is_dir() and path.name == 'episodes' and is_dataset(path.parent):  # DS/episodes: every episode of DS
