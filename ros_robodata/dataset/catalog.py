@@ -294,7 +294,7 @@ class Catalog:
         """Row values checked against what robodata writes in each column (SQLite keeps any type in any column,
         and a hand edit or a damaged page may put one there); one line naming the episode and the column if not."""
         out = []
-        for value, (column, allowed) in zip(row[first:end], _ROW_TYPES[first:end]):
+        for value, (column, allowed) in zip(row[first:end], _ROW_TYPES[first:end], strict=True):
             if value is None and str in allowed:
                 value = ''  # a text column left NULL by an older writer or a hand edit: empty
             elif type(value) not in allowed or (type(value) is float and value != value):
