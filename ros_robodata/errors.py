@@ -55,3 +55,24 @@ class LabelStudioError(RobodataError):
 
 class ReplayError(RobodataError):
     """A replay that cannot start: no such topic to play, a remap that does not parse, a start past the end."""
+
+
+LONGEST_WORD = 400  # longer than any path a user types; a value quoted back longer than this is cut in its middle
+
+
+LONGEST_LINE = 1500
+
+
+def one_line(message: object) -> str:
+    """An error's message as one line a terminal shows whole: whitespace collapsed, and any word longer than
+    LONGEST_WORD (a 20,000-character value quoted back from a hostile file) cut in its middle, and a line longer
+    than LONGEST_LINE too, so the file's name before it and the way out after it stay readable."""
+    words = []
+    for word in str(message).split():
+        if len(word) > LONGEST_WORD:
+            word = f'{word[:LONGEST_WORD * 2 // 3]}...({len(word):,} characters)...{word[-LONGEST_WORD // 6:]}'
+        words.append(word)
+    line = ' '.join(words)
+    if len(line) > LONGEST_LINE:  # a long value quoted as many words (a list of 5,000 items): keep both ends
+        line = f'{line[:LONGEST_LINE * 2 // 3]} ...({len(line):,} characters)... {line[-LONGEST_LINE // 4:]}'
+    return line

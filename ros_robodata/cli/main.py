@@ -32,7 +32,7 @@ from ros_robodata.cli import (
     session_cmd,
     sim_cmd,
 )
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import RobodataError, one_line
 from ros_robodata.files import STORAGE_ERRNOS, write_cause
 
 
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except RobodataError as err:
         # The contract is one line, whatever a library put into the message.
-        print(f'robodata {args.command}: error: {" ".join(str(err).split())}', file=sys.stderr)
+        print(f'robodata {args.command}: error: {one_line(err)}', file=sys.stderr)
         return 1
     except OSError as err:
         if err.errno not in STORAGE_ERRNOS:
