@@ -251,8 +251,10 @@ def _storage_files(path: Path) -> list[Path]:
     metadata = path / 'metadata.yaml'
     if metadata.is_file():
         listed = _read_metadata(metadata)['rosbag2_bagfile_information'].get('relative_file_paths') or []
+        if not isinstance(listed, list) or not all(isinstance(name, str) and name.strip() for name in listed):
+            raise BagError(f'{metadata}: relative_file_paths: expected a list of file names, got {listed!r:.80}')
         files = [path / Path(name).name for name in listed]
-        if missing := [f.name for f in files if not f.is_file()]:
+        if missing := [f'{f.name:.80}' for f in files if not _is_file(f)]:
             raise BagError(f'{path}: metadata.yaml lists {", ".join(missing)}, which is missing')
         if files:
             return files
@@ -262,6 +264,14 @@ def _storage_files(path: Path) -> list[Path]:
     if len({f.suffix for f in files}) > 1:
         raise BagError(f'{path}: both .mcap and .db3 files and no metadata.yaml to say which is the bag')
     return files
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, and False for a name the file system refuses (longer than 255 bytes, say)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:
