@@ -42,6 +42,21 @@ class Problem:
         return f'{self.episode}: {self.what}'
 
 
+def _check_fields(info: dict[str, Any], file: Path) -> None:
+    """dataset.yaml's fields of the types robodata writes (a hand edit may leave anything): one line naming the key
+    and what it must be."""
+    for key in ('name', 'created', 'created_by'):
+        if key in info and not isinstance(info[key], (str, type(None))) and not (key == 'created' and
+                                                                                  hasattr(info[key], 'isoformat')):
+            raise DatasetError(f'{file}: {key}: expected text, got {info[key]!r:.60}')
+    snapshot = info.get('robot_profile')
+    if snapshot is None:
+        return
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get('content', {}), (dict, type(None))):
+        raise DatasetError(f'{file}: robot_profile: expected the snapshot robodata writes (a mapping with source, '
+                           f'sha256 and content), got {snapshot!r:.60}: remove the key and pass --profile to commands')
+
+
 def is_dataset(path: Path) -> bool:
     return (Path(path) / DATASET_FILE).is_file()
 
@@ -102,6 +117,7 @@ class Dataset:
             raise DatasetError(f'{file}: schema_version must be an integer, got {info["schema_version"]!r}') from None
         if schema > SCHEMA_VERSION:
             raise DatasetError(f'{file}: schema {info["schema_version"]} is newer than this ros_robodata')
+        _check_fields(info, file)
         dataset = cls(root, info)
         catalog = dataset.catalog.path
         if (catalog.is_symlink() and not catalog.exists()) or (catalog.exists() and not catalog.is_file()):
