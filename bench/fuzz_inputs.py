@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PROFILE = ROOT / 'config' / 'sim_cell.yaml'
 TAXONOMY = ROOT / 'config' / 'taxonomy.yaml'
+STOP_LIMIT_S = 1.0  # SIGTERM ends any command within this, whatever it is reading
 MEMORY_LIMIT = 2 * 1024**3  # a child over this fails with MemoryError (counted), rather than the machine swapping
 
 # What each command may write in the dataset it works on (anything else changed is damage).
@@ -63,6 +64,9 @@ class Case:
     command: str
     args: list[str]
     broke: str = ''  # the file deliberately broken (its change is not damage)
+    term_after: float | None = None  # SIGTERM this many seconds after the start (a scheduler's `kill`)
+    as_user: bool = False  # without root's permission override (CAP_DAC_OVERRIDE): permission bits apply
+    locked: list[tuple[str, int]] = field(default_factory=list)  # (path, mode) for the run, restored after it
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Outcome:
     stderr: str
     peak_kib: int
     changed: list[str] = field(default_factory=list)
+    stop_s: float | None = None  # from SIGTERM to the process gone
 
     @property
     def kind(self) -> str:
@@ -82,6 +87,11 @@ class Outcome:
             return 'traceback'
         if self.changed:
             return 'damaged'
+        if self.case.term_after is not None:
+            if self.stop_s is not None and self.stop_s > STOP_LIMIT_S:
+                return 'slow stop'
+            if self.code in (130, -signal.SIGTERM) or self.code in (0, 3):  # stopped, or done before the signal
+                return 'handled'
         lines = self.stderr.strip().splitlines()
         one_line = len(lines) == 1 and lines[0].startswith('robodata ') and ': error: ' in lines[0]
         if self.code == 1 and one_line:
@@ -118,9 +128,26 @@ def build_base(work: Path) -> Path:
             if code not in (0, 3):
                 raise RuntimeError(f'setting up the base data failed at {args}: {quiet.getvalue()[-2000:]}')
     shutil.copytree(bags / 'demo_0', work / 'base' / 'bag')
+    _sqlite3_copy(work / 'base' / 'bag', work / 'base' / 'db3_bag')
+    (work / 'base' / 'big_taxonomy.yaml').write_text('version: 1\nname: big\nclasses:\n' + ''.join(
+        f'  - name: group{i // 100}/class{i}\n    id: {i + 1}\n    kinds: [bbox]\n' for i in range(100_000)))
     shutil.copy(PROFILE, work / 'base' / 'profile.yaml')
     shutil.copy(TAXONOMY, work / 'base' / 'taxonomy.yaml')
     return work / 'base'
+
+
+def _sqlite3_copy(bag: Path, out: Path) -> None:
+    """The same recording as a rosbag2 sqlite3 bag (what older rigs and `ros2 bag record -s sqlite3` write)."""
+    from ros_robodata.bag.reader import BagReader
+    from ros_robodata.bag.writer import BagWriter
+
+    with BagReader(bag) as source:
+        writer = BagWriter(out, storage='sqlite3').open()
+        for info in source.topics.values():
+            writer.add_topic(info.name, info.msgtype)
+        for message in source.messages():
+            writer.write(message.topic, message.t_ns, message.data)
+        writer.close()
 
 
 class _redirect:
@@ -179,7 +206,19 @@ def mutate_text(text: str, rng: random.Random, kind_of_file: str) -> tuple[bytes
     """One kind of damage to a YAML or JSON file."""
     json_file = kind_of_file == 'json'
     kind = rng.choice(['alias bomb', 'deep nesting', 'huge integer', 'wrong type', 'not utf-8', 'truncate',
-                       'empty', 'flip bytes', 'drop a key', 'null', 'list instead'])
+                       'empty', 'flip bytes', 'drop a key', 'null', 'list instead', 'recursive alias',
+                       'other encoding', 'duplicate key', 'long value'])
+    if kind == 'recursive alias' and not json_file:
+        form = rng.choice(['a: &a [*a]', 'a: &a {k: *a}', 'a: &a [1, [2, *a]]'])
+        return f'{text}\nself_{rng.randrange(99)}:\n  {form}\n'.encode(), f'{kind} ({form})'
+    if kind == 'other encoding':
+        codec = rng.choice(['utf-16', 'utf-32', 'latin-1', 'utf-8-sig'])
+        return text.replace(':', ': é', 1).encode(codec, errors='replace'), f'{kind} ({codec})'
+    if kind == 'duplicate key' and not json_file:
+        first = next((line for line in text.splitlines() if line and line[0].isalpha() and ':' in line), 'k: 1')
+        return f'{text}\n{first.split(":")[0]}: 1\n'.encode(), kind
+    if kind == 'long value':
+        return re_value(text, '"' + 'x' * rng.choice([300, 20_000, 2_000_000]) + '"', rng).encode(), kind
     if kind == 'alias bomb' and not json_file:
         return (text + '\nextra_bomb:\n' + ''.join('  ' + line + '\n' for line in BOMB.splitlines())).encode(), kind
     if kind == 'deep nesting':
@@ -282,6 +321,83 @@ def storage_fault(ds: Path, rng: random.Random) -> str:
     return 'full' if fault == 'full' else f'nearly full ({leave >> 10} KiB left)'
 
 
+CATALOG_COLUMNS = ['task', 'operator', 'mode', 'robot', 'outcome', 'status', 'start_ns', 'stop_ns', 'duration_s',
+                   'message_count', 'size_bytes', 'score', 'scores', 'bag_sha256', 'review_rank', 'review_priority',
+                   'review_reason', 'reviewed_outcome']
+SQLITE_ODD = ["'abc'", "''", '-1', '1.5', '1e308', "x'00ff'", "'{not json'", "'[1, 2]'", '9223372036854775807',
+              "'nan'", 'NULL']
+
+
+def catalog_cell(number: int, ds: Path, case_dir: Path, episode: Path, rng: random.Random) -> Case:
+    """A catalog cell edited by hand: SQLite keeps any type in any column."""
+    import sqlite3
+
+    column, value = rng.choice(CATALOG_COLUMNS), rng.choice(SQLITE_ODD)
+    with contextlib.closing(sqlite3.connect(ds / 'catalog.sqlite')) as conn, conn:
+        try:
+            conn.execute(f'UPDATE episodes SET {column} = {value}')
+        except sqlite3.IntegrityError:  # NULL where the schema says NOT NULL: SQLite refuses it itself
+            conn.execute(f"UPDATE episodes SET {column} = 'x'")
+            value = "'x'"
+    command = rng.choice(['list', 'info', 'verify', 'report', 'score', 'select', 'catalog', 'set'])
+    target = str(episode if command == 'set' else ds)
+    args = (['select', target, '--dry-run'] if command == 'select'
+            else command_args(command, target, case_dir, rng))
+    return Case(number, f'catalog {column} = {value}', command, args, 'ds/catalog.sqlite')
+
+
+SQLITE_ROWS = ["UPDATE messages SET timestamp = 'abc' WHERE id % 7 = 3", 'UPDATE messages SET timestamp = 1.5e300',
+               "UPDATE messages SET timestamp = x'0102' WHERE id = 5", 'UPDATE messages SET timestamp = -5',
+               "UPDATE messages SET data = 'hello' WHERE id % 3 = 0", 'UPDATE messages SET topic_id = 99 WHERE id < 9',
+               'DELETE FROM topics', "UPDATE topics SET type = 'no/such/Type'", "UPDATE topics SET name = 5",
+               'DROP TABLE messages', "UPDATE topics SET offered_qos_profiles = '- [broken'",
+               'UPDATE messages SET data = zeroblob(3)']
+
+
+def sqlite3_bag(number: int, case_dir: Path, rng: random.Random) -> Case:
+    """A rosbag2 sqlite3 bag with rows a hand or another tool got wrong."""
+    import sqlite3
+
+    bag = case_dir / 'db3_bag'
+    change = rng.choice(SQLITE_ROWS)
+    with contextlib.closing(sqlite3.connect(next(bag.glob('*.db3')))) as conn, conn:
+        conn.execute(change)
+    command = rng.choice(['info', 'verify', 'score', 'segment', 'report', 'export'])
+    args = command_args(command, str(bag), case_dir, rng)
+    if command == 'report':
+        args = ['report', str(bag), '--out', str(case_dir / 'r.html'), '--profile', str(case_dir / 'profile.yaml')]
+    return Case(number, f'sqlite3 bag: {change}', command, args, 'db3_bag')
+
+
+def permissions(number: int, ds: Path, case_dir: Path, episode: Path, rng: random.Random) -> Case:
+    """A folder or file the user may not read or write (run without root's override)."""
+    what, path, mode = rng.choice([
+        ('the dataset folder unreadable', ds, 0o000), ('the dataset read-only', ds, 0o555),
+        ('an episode folder read-only', episode, 0o555), ('the bag folder read-only', episode / 'bag', 0o555),
+        ('the catalog read-only', ds / 'catalog.sqlite', 0o444), ('the profile unreadable', case_dir / 'profile.yaml',
+                                                                  0o000),
+        ('episode.yaml unreadable', episode / 'episode.yaml', 0o000), ('events.json unreadable',
+                                                                       episode / 'events.json', 0o000),
+        ('the working folder read-only', case_dir, 0o555)])
+    command = rng.choice(['info', 'verify', 'list', 'segment', 'score', 'report', 'export', 'repair', 'catalog', 'set',
+                          'init'])
+    if command == 'init':
+        args = ['init', str(case_dir / 'new_ds'), '--profile', str(case_dir / 'profile.yaml')]
+    else:
+        args = command_args(command, str(episode if command == 'set' else rng.choice([ds, episode])), case_dir, rng)
+    return Case(number, what, command, args, as_user=True, locked=[(str(path), mode)])
+
+
+def _without_override() -> None:
+    """In the child, before exec: drop what lets root read and write past permission bits."""
+    if os.geteuid() == 0:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
+
+
 def release_disk(case_dir: Path) -> None:
     """Unmount a storage case's file system (its dataset goes with it)."""
     import subprocess
@@ -312,7 +428,8 @@ def make_case(number: int, rng: random.Random, base: Path, case_dir: Path) -> Ca
     ds = case_dir / 'ds'
     episode = sorted(p for p in (ds / 'episodes').iterdir() if p.is_dir() and not p.name.startswith('.'))[0]
     family = rng.choice(['bag', 'bag', 'bag', 'dataset file', 'dataset file', 'sidecar', 'profile', 'taxonomy',
-                         'special file', 'arguments', 'storage'])
+                         'special file', 'arguments', 'storage', 'catalog cell', 'sqlite3 bag', 'sigterm',
+                         'permissions'])
     if family == 'storage' and not CAN_MOUNT:
         family = 'arguments'  # counted under 'storage cases' as not run: mounting needs root
     if family == 'storage':
@@ -321,6 +438,22 @@ def make_case(number: int, rng: random.Random, base: Path, case_dir: Path) -> Ca
                               'set'])
         target = str(episode if command == 'set' else rng.choice([ds, episode]))
         return Case(number, f'the dataset disk is {what}', command, command_args(command, target, case_dir, rng))
+    if family == 'catalog cell':
+        return catalog_cell(number, ds, case_dir, episode, rng)
+    if family == 'sqlite3 bag':
+        return sqlite3_bag(number, case_dir, rng)
+    if family == 'sigterm':
+        command = rng.choice(['segment', 'score', 'report', 'export', 'verify', 'catalog', 'repair', 'info'])
+        args = command_args(command, str(ds), case_dir, rng)
+        what = 'SIGTERM'
+        if command == 'export' and rng.random() < 0.5:
+            args[args.index('--taxonomy') + 1] = str(case_dir / 'big_taxonomy.yaml')
+            args[args.index('--tasks') + 1] = 'label_studio'
+            what += ' while reading a 100,000-class taxonomy'
+        delay = round(rng.uniform(0.2, 4.0), 2)
+        return Case(number, f'{what} after {delay} s', command, args, term_after=delay)
+    if family == 'permissions':
+        return permissions(number, ds, case_dir, episode, rng)
     if family == 'bag':
         target_bag = rng.choice([episode / 'bag', case_dir / 'bag'])
         storage = next(target_bag.glob('*.mcap'))
@@ -422,10 +555,15 @@ def run_case(case: Case, case_dir: Path, limit_s: float) -> Outcome:
 
     before = digest(case_dir / 'ds')
     err_path = case_dir / 'stderr.txt'
+    modes = [(path, os.stat(path).st_mode & 0o7777) for path, _ in case.locked]
+    for path, mode in case.locked:
+        os.chmod(path, mode)
     start = time.monotonic()
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        if case.as_user:
+            _without_override()
 
     with err_path.open('wb') as err:
         proc = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', *case.args], cwd=case_dir,
@@ -433,12 +571,14 @@ def run_case(case: Case, case_dir: Path, limit_s: float) -> Outcome:
                                 preexec_fn=limits, start_new_session=True,
                                 env={**os.environ, 'PYTHONPATH': os.pathsep.join(  # this tree, not another
                                     filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))})
-        status, rusage, killed = _wait(proc.pid, limit_s)
+        status, rusage, killed, stop_s = _wait(proc.pid, limit_s, case.term_after)
     proc.returncode = 0  # reaped by _wait
     seconds = time.monotonic() - start
+    for path, mode in modes:
+        os.chmod(path, mode)
     code = None if killed else os.waitstatus_to_exitcode(status)
     stderr = err_path.read_text(errors='replace')
-    outcome = Outcome(case, code, seconds, stderr, rusage.ru_maxrss if rusage else 0)
+    outcome = Outcome(case, code, seconds, stderr, rusage.ru_maxrss if rusage else 0, stop_s=stop_s)
     after = digest(case_dir / 'ds')
     owned = OWNED.get(case.command, [])
     broke = case.broke[3:] if case.broke.startswith('ds/') else None
@@ -453,17 +593,24 @@ def run_case(case: Case, case_dir: Path, limit_s: float) -> Outcome:
     return outcome
 
 
-def _wait(pid: int, limit_s: float) -> tuple[int, Any, bool]:
-    deadline = time.monotonic() + limit_s
+def _wait(pid: int, limit_s: float, term_after: float | None = None) -> tuple[int, Any, bool, float | None]:
+    """(status, rusage, killed at the limit, seconds from SIGTERM to exit when one was sent)."""
+    start = time.monotonic()
+    deadline = start + limit_s
+    sent = None
     while True:
         done, status, rusage = os.wait4(pid, os.WNOHANG)
         if done:
-            return status, rusage, False
-        if time.monotonic() > deadline:
+            return status, rusage, False, None if sent is None else time.monotonic() - sent
+        now = time.monotonic()
+        if term_after is not None and sent is None and now - start >= term_after:
+            os.kill(pid, signal.SIGTERM)  # the command only, as `kill PID` does
+            sent = now
+        if now > deadline:
             os.killpg(pid, signal.SIGKILL)  # with any worker processes it started
             _, status, rusage = os.wait4(pid, 0)
-            return status, rusage, True
-        time.sleep(0.02)
+            return status, rusage, True, None if sent is None else time.monotonic() - sent
+        time.sleep(0.005)
 
 
 def fuzz(cases: int, seed: int, limit_s: float, keep: Path | None = None, quiet: bool = False,
@@ -502,7 +649,8 @@ def fuzz(cases: int, seed: int, limit_s: float, keep: Path | None = None, quiet:
 
 def summarize(outcomes: list[Outcome], setup_s: float, run_s: float, limit_s: float) -> dict[str, Any]:
     kinds = Counter(o.kind for o in outcomes)
-    bad = [o for o in outcomes if o.kind in ('traceback', 'hang', 'damaged', 'other')]
+    bad = [o for o in outcomes if o.kind in ('traceback', 'hang', 'damaged', 'other', 'slow stop')]
+    stops = sorted(o.stop_s for o in outcomes if o.stop_s is not None)
     slow = [o for o in outcomes if o.code is not None and o.seconds > limit_s]
     return {
         'cases': len(outcomes),
@@ -512,6 +660,11 @@ def summarize(outcomes: list[Outcome], setup_s: float, run_s: float, limit_s: fl
         'runs over the limit': kinds.get('hang', 0) + len(slow),
         'dataset files damaged': kinds.get('damaged', 0),
         'other exits': kinds.get('other', 0),
+        'SIGTERM cases': sum(o.case.term_after is not None for o in outcomes),
+        f'SIGTERM stops over {STOP_LIMIT_S:g} s': kinds.get('slow stop', 0),
+        'slowest SIGTERM stop (s)': round(stops[-1], 3) if stops else None,
+        'permission cases': sum(o.case.as_user for o in outcomes),
+        'cases by family': dict(Counter(_family(o.case) for o in outcomes)),
         'storage cases': sum(o.case.what.startswith('the dataset disk is') for o in outcomes) if CAN_MOUNT
         else 'not run (mounting a small file system needs root)',
         'peak memory of any case (MiB)': round(max((o.peak_kib for o in outcomes), default=0) / 1024, 1),
@@ -521,6 +674,21 @@ def summarize(outcomes: list[Outcome], setup_s: float, run_s: float, limit_s: fl
                       'kind': o.kind, 'code': o.code, 'changed': o.changed,
                       'stderr': o.stderr.strip().splitlines()[-1:] if o.stderr.strip() else []} for o in bad][:50],
     }
+
+
+def _family(case: Case) -> str:
+    if case.term_after is not None:
+        return 'sigterm'
+    if case.as_user:
+        return 'permissions'
+    for prefix, name in (('catalog ', 'catalog cell'), ('sqlite3 bag', 'sqlite3 bag'), ('bag storage', 'bag'),
+                         ('the dataset disk', 'storage'), ('profile:', 'profile'), ('taxonomy:', 'taxonomy'),
+                         ('--', 'arguments')):
+        if case.what.startswith(prefix):
+            return name
+    if ' is a ' in case.what:
+        return 'special file'
+    return 'dataset file or sidecar'
 
 
 def main() -> int:
@@ -539,11 +707,13 @@ def main() -> int:
         print(json.dumps(result, indent=1))
         return 0
     print(f'== fuzz_inputs: {result["cases"]} cases (seed {args.seed}, limit {args.limit:g} s) ==')
-    for key in ('clean one-line errors', 'handled (exit 0 or 3)', 'other exits', 'storage cases'):
+    for key in ('clean one-line errors', 'handled (exit 0 or 3)', 'other exits', 'storage cases', 'permission cases',
+                'SIGTERM cases', 'slowest SIGTERM stop (s)', 'cases by family'):
         print(f'  {key}: {result[key]}')
     print(f'  setup {result["setup s"]} s, cases {result["run s"]} s, slowest case {result["slowest case (s)"]} s')
     targets = [('tracebacks', result['tracebacks'], 0), ('runs over the limit', result['runs over the limit'], 0),
-               ('dataset files damaged', result['dataset files damaged'], 0)]
+               ('dataset files damaged', result['dataset files damaged'], 0),
+               (f'SIGTERM stops over {STOP_LIMIT_S:g} s', result[f'SIGTERM stops over {STOP_LIMIT_S:g} s'], 0)]
     for name, value, target in targets:
         print(f'  {name}: {value} (target {target}): {"met" if value <= target else "NOT met"}')
     peak = result['peak memory of any case (MiB)']
