@@ -79,6 +79,10 @@ def test_a_recursive_alias_is_one_line_not_a_hang(tmp_path, capsys, text):
     assert 'a recursive alias' in capsys.readouterr().err
     with within(5), pytest.raises(RobodataError, match='a recursive alias'):
         load_taxonomy(path)
+    with within(10):  # the recorder needed SIGKILL on it: now refused before any node starts
+        assert main(['record', '--profile', str(path), '--dataset', str(tmp_path / 'ds')]) == 1
+    assert 'a recursive alias' in one_line(capsys.readouterr().err, 'record')
+    assert not (tmp_path / 'ds').exists()
 
 
 def test_a_few_aliases_as_people_write_them_are_fine(tmp_path):
