@@ -650,7 +650,11 @@ def test_watch_imports_a_bag_once_it_is_complete_and_only_once(tmp_path: Path) -
     assert bag_counts(dataset.bag_dir('shift_a')) == {'/joint_states': counts[0]}
     restarted = Watcher(inbox, Dataset.open(tmp_path / 'ds'), ImportOptions(), settle_s=0.0)
     restarted.poll()
-    results = restarted.poll()
+    assert restarted.poll() == [] and dataset.episode_ids() == ['shift_a']  # remembered: not even read again
+    shutil.rmtree(tmp_path / 'ds' / '.watch')  # without its memory, the content id still tells
+    forgetful = Watcher(inbox, Dataset.open(tmp_path / 'ds'), ImportOptions(), settle_s=0.0)
+    forgetful.poll()
+    results = forgetful.poll()
     assert [r.existing for r in results] == [['shift_a']] and dataset.episode_ids() == ['shift_a']
 
 

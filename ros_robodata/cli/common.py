@@ -27,6 +27,12 @@ def print_json(data: Any) -> None:
     sys.stdout.write('\n')
 
 
+def print_json_line(data: Any) -> None:
+    """One JSON object on one line, flushed: a progress event a supervisor reads as it comes."""
+    sys.stdout.write(json.dumps(data, default=str, separators=(',', ':')) + '\n')
+    sys.stdout.flush()
+
+
 def add_target(p: argparse.ArgumentParser, what: str = TARGETS, metavar: str = 'TARGET') -> None:
     """The one positional argument of a command that works on a dataset, an episode or bags: always `target`."""
     p.add_argument('target', metavar=metavar, help=what, type=_given_path)

@@ -9,7 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
+from ros_robodata.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    print_json,
+    print_json_line,
+    progress,
+    stderr,
+    stdout,
+)
 from ros_robodata.dataset import MODES, OUTCOMES, Dataset
 from ros_robodata.dataset.importer import Imported, ImportOptions, dataset_for_import, import_recordings
 from ros_robodata.dataset.sources import Recording
@@ -74,8 +83,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--watch', metavar='DIR', help='watch DIR and import every recording that arrives in it, until '
                                                   'Ctrl-C')
     p.add_argument('--interval', default='2s', help='with --watch: how often DIR is looked at (default 2s)')
-    p.add_argument('--settle', default='5s', help='with --watch: a recording without metadata.yaml is complete once '
-                                                  'its files have not changed for this long (default 5s)')
+    p.add_argument('--settle', default='5s', help='with --watch: a finished recording without metadata.yaml (its MCAP '
+                                                  'footer written, or a video) is taken once its files have not '
+                                                  'changed for this long (default 5s)')
+    p.add_argument('--incomplete-after', default='10min',
+                   help='with --watch: a recording whose writer never finished it (no metadata.yaml and no MCAP '
+                        'footer: a killed recorder) is taken as it is, salvaged as incomplete, once it has not '
+                        'changed for this long (default 10min); the whole recording replaces it if it comes later')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run, method='copy')
 
@@ -213,6 +227,10 @@ def _watch(args: argparse.Namespace, options: ImportOptions, steps: list[str]) -
         raise RobodataError(f'--watch: {args.watch}: no such folder')
     interval = parse_duration(args.interval, '--interval') / 1e9
     settle = parse_duration(args.settle, '--settle', allow_zero=True) / 1e9
+    incomplete_after = parse_duration(args.incomplete_after, '--incomplete-after') / 1e9
+    if incomplete_after < settle:
+        raise RobodataError(f'--incomplete-after {args.incomplete_after}: shorter than --settle {args.settle}: a '
+                            'finished recording would be taken as unfinished')
     dataset, profile, created = dataset_for_import(args.dataset, load_profile(args.profile) if args.profile else None)
     if created and not args.json:
         stdout.print(f'created dataset {dataset.name} at {dataset.root}', markup=False)
@@ -221,27 +239,44 @@ def _watch(args: argparse.Namespace, options: ImportOptions, steps: list[str]) -
 
     def on_imported(result: Imported) -> None:
         if args.json:
-            print_json(result.to_json())
+            print_json_line({'event': 'imported', **result.to_json()})
         else:
             _say(result)
         imported.extend(result.episodes)
-        _then(dataset, profile, result.episodes, steps, quiet=args.json)
+        then = _then(dataset, profile, result.episodes, steps, quiet=args.json)
+        if args.json and then:
+            print_json_line({'event': 'then', 'episodes': result.episodes, **then})
 
     def on_failed(recording: Recording, reason: str) -> None:
+        if args.json:
+            print_json_line({'event': 'failed', 'source': str(recording.path), 'reason': reason})
         stderr.print(f'robodata import: error: {reason}', markup=False)
+
+    def on_note(path: Path, text: str) -> None:
+        if args.json:
+            print_json_line({'event': 'note', 'path': str(path), 'note': text})
+        else:
+            stderr.print(f'robodata import: {path}: {text}', markup=False)
 
     def stop_on_term(_signum: int, _frame: Any) -> None:
         nonlocal stopping
         stopping = True
 
     signal.signal(signal.SIGTERM, stop_on_term)
-    watcher = Watcher(Path(args.watch), dataset, options, profile, settle, on_imported, on_failed)
-    if not args.json:
+    watcher = Watcher(Path(args.watch), dataset, options, profile, settle, on_imported, on_failed, on_note,
+                      incomplete_after)
+    if args.json:
+        print_json_line({'event': 'watching', 'folder': str(args.watch), 'dataset': str(dataset.root),
+                         'created': created, 'interval_s': interval, 'settle_s': settle,
+                         'incomplete_after_s': incomplete_after})
+    else:
         stdout.print(f'watching {args.watch} (every {interval:g} s) -> {dataset.root}; Ctrl-C stops', markup=False)
     started = time.monotonic()
     with contextlib.suppress(KeyboardInterrupt):
         watcher.run(interval, stop=lambda: stopping)
-    if not args.json:
+    if args.json:
+        print_json_line({'event': 'stopped', 'imported': len(imported), 'seconds': round(time.monotonic() - started)})
+    else:
         stdout.print(f'stopped watching {args.watch}: {len(imported)} episode(s) imported in '
                      f'{time.monotonic() - started:.0f} s', markup=False)
     return 0
