@@ -32,7 +32,8 @@ from ros_robodata.dataset.episode_stats import (
     fill_stats_from_index,
 )
 from ros_robodata.dataset.import_rosbag1 import CONVERTED_NOTE, converted_rosbag1
-from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id, find_recordings
+from ros_robodata.dataset.partial import partial_episode
+from ros_robodata.dataset.sources import METADATA_FILE, Recording, content_id, find_recordings, head_of
 from ros_robodata.dataset.split import SplitSpec, find_windows, write_windows
 from ros_robodata.dataset.staging import commit_episode, import_lock, imported_from, staging_folder
 from ros_robodata.dataset.transfer import check_room, free_text, remove_source, transfer
@@ -165,8 +166,12 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
     result.notes += check_topics(recording.path, topics, profile)
     check_room(dataset, recording, 'copy' if options.method == 'link' and damaged else options.method)
     if options.split is None:
+        partial = None if options.episode_id else partial_episode(dataset, recording)
+        if partial is not None:
+            result.notes.append(f'the whole recording of partial episode {partial.id} ({partial.status}, '
+                                f'{partial.source.get("size_bytes", 0):,} bytes): it replaces it, same id')
         result.episodes.append(_import_whole(dataset, recording, options, profile, who, cid, damaged,
-                                             reader_notes, result.notes))
+                                             reader_notes, result.notes, replaces=partial))
         return result
     return _import_split(dataset, recording, options, profile, who, cid, done, result)
 
@@ -174,8 +179,10 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
 def source_record(recording: Recording, options: ImportOptions, cid: str, **extra: Any) -> dict[str, Any]:
     method = 'convert' if recording.origin is not None else options.method  # the bag here is a conversion
     recording = recording.source
+    head = head_of(recording.files[0]) if recording.files else None
     return {'path': str(recording.path.resolve()), 'kind': recording.kind, 'method': method,
             'content_id': cid, 'size_bytes': recording.size_bytes, 'files': [f.name for f in recording.files],
+            **({'head_bytes': head[0], 'head_sha256': head[1]} if head else {}),
             'imported': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'imported_by': f'ros_robodata {__version__}',
             **_writer_of(recording), **extra}
 
@@ -196,8 +203,10 @@ def _writer_of(recording: Recording) -> dict[str, Any]:
 
 
 def _import_whole(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
-                  who: str | None, cid: str, damaged: bool, reader_notes: list[str], notes: list[str]) -> str:
-    episode_id = dataset.reserve_episode_id(options.episode_id or episode_id_for(recording.name))
+                  who: str | None, cid: str, damaged: bool, reader_notes: list[str], notes: list[str], *,
+                  replaces: Episode | None = None) -> str:
+    episode_id = replaces.id if replaces is not None else dataset.reserve_episode_id(
+        options.episode_id or episode_id_for(recording.name))
     method = 'copy' if damaged and options.method == 'link' else options.method
     if method != options.method:
         notes.append('the bag is damaged: copied and repaired instead of linked')
@@ -222,7 +231,9 @@ def _import_whole(dataset: Dataset, recording: Recording, options: ImportOptions
         else:
             fill_stats_from_bag(episode, bag, profile)
         episode.bag_sha256 = bag_checksums(bag, hashes, linked=method == 'link')
-        commit_episode(dataset, staging, episode, who)
+        if replaces is not None:  # what people said about the partial episode stands for the whole one
+            episode.task, episode.operator, episode.outcome = replaces.task, replaces.operator, replaces.outcome
+        commit_episode(dataset, staging, episode, who, replaces=replaces)
     if method == 'move':
         remove_source(recording)
     return episode_id

@@ -166,6 +166,25 @@ def _walk(folder: Path, videos: bool) -> Iterable[Recording]:
             yield from _walk(entry, videos)
 
 
+HEAD_BYTES = 1 << 20  # what tells a recording's later, longer copy: its first MiB (header, schemas, first chunks)
+
+
+def head_of(file: Path, length: int | None = None) -> tuple[int, str] | None:
+    """(bytes, sha256) of the first `length` (default: up to HEAD_BYTES) bytes of an MCAP file, None for other
+    files or when it is shorter than `length`. MCAP is written front to back, so a partial copy of a recording
+    and the whole one share their first bytes; a sqlite3 file rewrites its pages and has no such head."""
+    if file.suffix != '.mcap':
+        return None
+    try:
+        with file.open('rb') as f:
+            data = f.read(HEAD_BYTES if length is None else length)
+    except OSError:
+        return None
+    if length is not None and len(data) < length:
+        return None
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
 def content_id(files: Iterable[Path]) -> str:
     """sha256 over each file's size and content: whole for files up to 16 MiB, else 32 blocks of 64 KiB spread
     evenly from the first byte to the last. Two recordings share it only when they hold the same bytes (any

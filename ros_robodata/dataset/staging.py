@@ -21,7 +21,9 @@ from ros_robodata.dataset.episode import Episode, write_episode
 from ros_robodata.errors import DatasetError
 
 STAGING_SUFFIX = '.importing'
+REPLACED_SUFFIX = '.replaced'  # a partial episode moved aside while the whole recording takes its place
 LOCK_FILE = '.import.lock'
+CARRIED_OVER = ('annotations.json',)  # what people added to a partial episode: kept when the whole one replaces it
 
 
 @contextmanager
@@ -65,6 +67,12 @@ def _clear_staging(dataset: Dataset) -> None:
         reserved = dataset.episodes_dir / staging.name[1:-len(STAGING_SUFFIX)]
         if reserved.is_dir() and not any(reserved.iterdir()):
             reserved.rmdir()
+    for aside in dataset.episodes_dir.glob(f'.*{REPLACED_SUFFIX}'):  # killed between the two renames of a replace
+        episode = dataset.episodes_dir / aside.name[1:-len(REPLACED_SUFFIX)]
+        if episode.exists():
+            shutil.rmtree(aside, ignore_errors=True)  # the whole one is in place
+        else:
+            os.replace(aside, episode)  # the partial one goes back; the whole recording is taken again
 
 
 def _reconcile(dataset: Dataset) -> None:
@@ -86,12 +94,30 @@ def imported_from(dataset: Dataset, cid: str) -> dict[str, Episode]:
     return found
 
 
-def commit_episode(dataset: Dataset, staging: Path, episode: Episode, who: str | None) -> None:
-    """episode.yaml into the staging folder, then the folder into place (replacing its empty reservation), then
-    the catalog row and the audit entry."""
+def commit_episode(dataset: Dataset, staging: Path, episode: Episode, who: str | None, *,
+                   replaces: Episode | None = None) -> None:
+    """episode.yaml into the staging folder, then the folder into place (replacing its empty reservation, or the
+    partial episode `replaces` of the same recording), then the catalog row and the audit entry."""
     write_episode(staging / 'episode.yaml', episode)
-    os.replace(staging, dataset.episode_dir(episode.id))
+    target = dataset.episode_dir(episode.id)
+    if replaces is None:
+        os.replace(staging, target)
+    else:
+        for name in CARRIED_OVER:
+            if (target / name).is_file():
+                shutil.copy2(target / name, staging / name)
+        aside = dataset.episodes_dir / f'.{episode.id}{REPLACED_SUFFIX}'
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(target, aside)
+        os.replace(staging, target)
+        shutil.rmtree(aside, ignore_errors=True)
     dataset.catalog.upsert(episode, **dataset.bag_stats(episode))
+    if replaces is not None:
+        append_audit(dataset.audit_path, 'replace_episode', episode.id, who, source=episode.source.get('path'),
+                     content_id=episode.source.get('content_id'),
+                     replaced_content_id=replaces.source.get('content_id'), replaced_status=replaces.status,
+                     reason='the whole recording arrived after a partial one was imported')
+        return
     append_audit(dataset.audit_path, 'import_episode', episode.id, who, source=episode.source.get('path'),
                  method=episode.source.get('method'), content_id=episode.source.get('content_id'),
                  window=episode.source.get('window'))
