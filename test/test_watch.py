@@ -80,6 +80,23 @@ def test_a_bag_folder_written_in_bursts_without_metadata_is_never_taken_early(tm
     assert bag_counts(dataset.bag_dir('run_c')) == bag_counts(ROSBAG2 / 'talker')
 
 
+def test_a_sqlite3_bag_copied_in_pieces_waits_for_its_last_page(tmp_path):
+    """A real rosbag2 sqlite3 file without metadata.yaml (an older recorder), copied with a pause longer than
+    --settle: a .db3 has no footer, but its header counts its pages."""
+    inbox, clock = tmp_path / 'inbox', Clock()
+    (inbox / 'old_rig').mkdir(parents=True)
+    dataset = Dataset.create(tmp_path / 'ds')
+    watcher = watcher_for(inbox, dataset)
+    data = (ROSBAG2.parent / 'sqlite3' / 'talker' / 'talker.db3').read_bytes()
+    (inbox / 'old_rig' / 'talker.db3').write_bytes(data[: len(data) // 2])
+    watcher.poll(clock.now)
+    assert watcher.poll(clock.later(10)) == [] and dataset.episode_ids() == []
+    (inbox / 'old_rig' / 'talker.db3').write_bytes(data)
+    watcher.poll(clock.later(1))
+    assert [r.episodes for r in watcher.poll(clock.later(4))] == [['old_rig']]
+    assert bag_counts(dataset.bag_dir('old_rig')) == bag_counts(ROSBAG2.parent / 'sqlite3' / 'talker')
+
+
 def test_a_split_bag_without_metadata_is_one_episode(tmp_path):
     inbox, clock = tmp_path / 'inbox', Clock()
     shutil.copytree(ROSBAG2 / 'multiple_files', inbox / 'multiple_files')

@@ -9,7 +9,8 @@ flushes (a low rate, a paused recorder): a file that has stopped changing is not
   several storage files not named as one bag's parts (`logs/a.mcap`, `logs/b.mcap`) holds bare files, as the
   watched folder itself does;
 - an MCAP file is finished when it ends in its footer and summary (the writer's last records); a bag folder
-  without metadata.yaml, or a bare .mcap, waits for that; a sqlite3 file waits while its journal is beside it;
+  without metadata.yaml, or a bare .mcap, waits for that; a sqlite3 file waits while its journal is beside it
+  or while it is shorter than its header's page count (a copy cut short);
 - anything else (a video, a ROS 1 bag) is finished once it stops changing, as before.
 
 A file that never gets its end (the recorder was killed) is still taken, as it is, once it has not changed for a
@@ -26,7 +27,7 @@ from pathlib import Path
 from ros_robodata.bag.reader import MCAP_MAGIC, STORAGE_SUFFIXES
 from ros_robodata.dataset.sources import METADATA_FILE, Recording, is_bag_folder, recording_at
 
-__all__ = ['find_arrivals', 'mcap_is_whole', 'unfinished']
+__all__ = ['find_arrivals', 'mcap_is_whole', 'sqlite_is_whole', 'unfinished']
 
 _FOOTER_OPCODE = 0x02
 _FOOTER_BYTES = 1 + 8 + 20  # opcode, record length, summary start, summary offset start, summary crc
@@ -111,4 +112,25 @@ def unfinished(recording: Recording) -> str:
             return f'{file.name} has no footer yet (still being written?)'
         if file.suffix == '.db3' and any(file.with_name(file.name + side).exists() for side in SQLITE_SIDE_FILES):
             return f'{file.name} has its journal beside it (still open by its writer?)'
+        if file.suffix == '.db3' and not sqlite_is_whole(file):
+            return f'{file.name} is shorter than its header says (still being copied?)'
     return ''
+
+
+def sqlite_is_whole(path: Path) -> bool:
+    """The file holds every page its SQLite header counts (a copy cut short does not); a header too old to count
+    its pages (written before SQLite 3.7.0) is taken as whole."""
+    try:
+        with path.open('rb') as f:
+            header = f.read(100)
+            size = f.seek(0, os.SEEK_END)
+    except OSError:
+        return False
+    if len(header) < 100 or not header.startswith(b'SQLite format 3\x00'):
+        return False
+    page_size = struct.unpack_from('>H', header, 16)[0]
+    page_size = 65536 if page_size == 1 else page_size
+    changes, pages, valid_for = (struct.unpack_from('>I', header, at)[0] for at in (24, 28, 92))
+    if pages == 0 or changes != valid_for:
+        return True  # the in-header size is not kept by this writer
+    return size == pages * page_size
