@@ -294,3 +294,17 @@ def test_a_watcher_killed_mid_import_and_restarted_imports_once_and_leaves_nothi
     assert not [p for p in (dataset_root / 'episodes').iterdir() if p.name.startswith('.') and p.is_dir()]
     with BagReader(dataset.bag_dir('shift_7')) as bag:
         assert bag.complete
+
+
+def test_watch_options_that_make_no_sense_are_one_line(tmp_path, capsys):
+    from ros_robodata.cli.main import main
+
+    (tmp_path / 'inbox').mkdir()
+    base = ['import', '--watch', str(tmp_path / 'inbox'), '--dataset', str(tmp_path / 'ds')]
+    assert main([*base, '--settle', '30s', '--incomplete-after', '10s']) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['robodata import: error: --incomplete-after 10s: shorter than --settle 30s: a finished recording '
+                   'would be taken as unfinished']
+    assert main([*base, '--incomplete-after', 'soon']) == 1
+    assert capsys.readouterr().err.startswith('robodata import: error: --incomplete-after')
+    assert not (tmp_path / 'ds').exists()

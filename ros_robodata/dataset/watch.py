@@ -87,6 +87,9 @@ class Watcher:
         recordings, unreadable = find_arrivals(self.folder, skip=self.dataset.root)
         self.scan_s = time.monotonic() - started
         self._say_unreadable(unreadable)
+        present = {recording.path for recording in recordings}
+        for gone in [path for path in self._seen if path not in present]:  # moved away (--move), deleted: forgotten
+            del self._seen[gone]
         ready: list[tuple[Recording, str]] = []
         for recording in recordings:
             state = _state(recording)
