@@ -65,7 +65,7 @@ def parse_time(text: str, origin_ns: int, where: str) -> int:
     ('2026-03-02T10:15:00Z'; no zone: UTC)."""
     text = str(text).strip()
     if re.fullmatch(r'\d{16,}', text):
-        return int(text)
+        return _within_calendar(int(text), text, where)
     try:
         seconds = float(text)
     except ValueError:
@@ -73,7 +73,7 @@ def parse_time(text: str, origin_ns: int, where: str) -> int:
     else:
         if not math.isfinite(seconds) or seconds < 0:
             raise RobodataError(f'{where}: {text!r} is not a time: seconds must be 0 or more')
-        return origin_ns + round(seconds * 1e9)
+        return _within_calendar(origin_ns + round(seconds * 1e9), text, where)
     try:
         moment = datetime.fromisoformat(text.replace('Z', '+00:00'))
     except ValueError:
@@ -82,6 +82,15 @@ def parse_time(text: str, origin_ns: int, where: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return round(moment.timestamp() * 1e9)
+
+
+LAST_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z: the calendar's end, past which no time can be shown
+
+
+def _within_calendar(ns: int, text: str, where: str) -> int:
+    if ns > LAST_NS:
+        raise RobodataError(f'{where}: {text[:40]!r} is not a time: later than the year 9999')
+    return ns
 
 
 def parse_since(text: str, now_ns: int, where: str = '--since') -> int:

@@ -815,3 +815,12 @@ def test_sigterm_stops_a_command_whatever_it_is_reading(tmp_path, make_demo_data
         assert not list(tmp_path.rglob('*.tmp')) and not list(root.rglob('.*.tmp'))
     # the 1 s figure is measured by bench/fuzz_inputs.py (its SIGTERM family); here: stopped, not run to its end
     assert max(waits) < 5.0, [round(w, 2) for w in waits]
+
+
+@pytest.mark.parametrize('command', ['segment', 'list', 'score'])
+def test_a_time_past_the_calendar_is_one_line(make_demo_dataset, capsys, command):
+    """`--since 999...9` (50 digits) overflowed the platform's time_t when the command said what matched nothing."""
+    root = make_demo_dataset(1).root
+    code, err = run(capsys, command, root, '--since', '9' * 50)
+    assert code == 1
+    assert one_line(err, command).startswith(f"robodata {command}: error: --since: '{'9' * 50}' is neither a duration")
