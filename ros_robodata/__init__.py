@@ -35,7 +35,7 @@ def _generated_interface_dirs() -> list:
 
 __path__ = [*__path__, *_generated_interface_dirs()]
 
-__version__ = '0.1.0'
+from ros_robodata.version import __version__  # noqa: E402, F401 (the front door shows it; after __path__ is whole)
 
 # name -> module that defines it
 _EXPORTS = {

@@ -110,14 +110,15 @@ def prepare_export_dir(out: Path, *, force: bool = False) -> Path:
     return target
 
 
+# The format an export's manifest.json names (export/manifest.py writes it), kept here below the exporters: telling
+# our exports from other folders needs no exporter.
+FRAMES_FORMAT = 'ros_robodata.frames/1'
 # What an export folder of ours holds at its top (manifest, episodes, the labeling tools' task files).
 _EXPORT_NAMES = {'manifest.json', 'episodes', 'label_studio', 'cvat', 'coco'}
 
 
 def _foreign_manifest(path: Path) -> str | None:
     """Why a manifest.json that is there is not one of our exports, or None (absent, or ours)."""
-    from ros_robodata.export.manifest import FORMAT
-
     if not os.path.lexists(path):
         return None
     if path.is_symlink() or not path.is_file():
@@ -127,7 +128,7 @@ def _foreign_manifest(path: Path) -> str | None:
             head = f.read(4096)
     except OSError as err:
         return f'cannot be read ({err.strerror or err})'
-    return None if f'"format": "{FORMAT}"'.encode() in head else 'is not one robodata wrote'
+    return None if f'"format": "{FRAMES_FORMAT}"'.encode() in head else 'is not one robodata wrote'
 
 
 def check_export_outside_dataset(out: Path) -> None:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ros_robodata import __version__
 from ros_robodata.dataset import Dataset, Episode, is_dataset
 from ros_robodata.dataset.audit import read_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION
 from ros_robodata.errors import DatasetError
 from ros_robodata.profile import load_profile, profile_from_dict
+from ros_robodata.version import __version__
 
 
 def audit_lines(dataset: Dataset) -> list[dict]:

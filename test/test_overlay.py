@@ -16,13 +16,13 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.label import BOX, SEGMENT, VERDICT, Label, Source
 from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.profile import load_profile
 from ros_robodata.replay.draw import annotate, hex_to_bgr
 from ros_robodata.replay.episode_view import EVENT_HOLD_NS, EpisodeView, load_episode_view
 from ros_robodata.review.apply import apply_labels, import_annotations
-from ros_robodata.review.label import BOX, SEGMENT, VERDICT, Label, Source
 from ros_robodata.signals import header_stamp_ns
 from ros_robodata.sim.faults import parse_fault
 from ros_robodata.sim.to_bag import write_sim_episode
@@ -190,11 +190,11 @@ def test_frame_labels_pulled_from_label_studio_are_found_in_the_review_media(epi
                                                                               tmp_path: Path) -> None:
     """`robodata review push` exports its frames into DATASET/review/media/frames: a pulled box there is placed
     without naming any folder; a frame id no export holds is said in notes, naming the file."""
+    from ros_robodata.dataset.annotations import add_labels
     from ros_robodata.dataset.targets import prepare
     from ros_robodata.export.frames import export_items
     from ros_robodata.export.plan import ExportOptions
     from ros_robodata.export.schedule import ScheduleSpec
-    from ros_robodata.review.store import add_labels
 
     root = tmp_path / 'ds'
     shutil.copytree(episode['dataset'].root, root)

@@ -14,11 +14,11 @@ import pytest
 
 from ros_robodata import Dataset, score, segment, select_for_review
 from ros_robodata.cli.main import main
+from ros_robodata.dataset.annotations import add_labels
 from ros_robodata.dataset.audit import read_audit
+from ros_robodata.dataset.label import VERDICT, Label, Source
 from ros_robodata.profile import load_profile
 from ros_robodata.review import agreement, current_labels, write_disagreements
-from ros_robodata.review.label import VERDICT, Label, Source
-from ros_robodata.review.store import add_labels
 from ros_robodata.selection.rank import pick, standardized
 from ros_robodata.selection.signals import Signal
 from ros_robodata.sim.episodes import add_sim_episode, without_sensors

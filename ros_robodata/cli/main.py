@@ -11,7 +11,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ros_robodata import __version__
 from ros_robodata.cli import (
     dataset_cmds,
     demo_cmd,
@@ -34,6 +33,7 @@ from ros_robodata.cli import (
 )
 from ros_robodata.errors import RobodataError, one_line
 from ros_robodata.files import STORAGE_ERRNOS, write_cause
+from ros_robodata.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

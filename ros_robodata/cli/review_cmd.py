@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from ros_robodata.cli.common import print_json, progress, stderr, stdout
+from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
@@ -17,7 +18,6 @@ from ros_robodata.review.agreement import Agreement, Thresholds, agreement, writ
 from ros_robodata.review.apply import current_labels, import_annotations
 from ros_robodata.review.importers import FORMATS
 from ros_robodata.review.machine import machine_report
-from ros_robodata.review.store import read_annotations
 from ros_robodata.vocabulary import parse_duration
 
 TOKEN_HELP = ('file holding the API token (else $LABEL_STUDIO_API_KEY); the token is never taken on the command '

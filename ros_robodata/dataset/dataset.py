@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ros_robodata import __version__
 from ros_robodata.dataset.audit import append_audit, check_audit_writable
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
@@ -25,6 +24,7 @@ from ros_robodata.dataset.sidecars import restore_review_queue, restore_reviewed
 from ros_robodata.errors import DatasetError
 from ros_robodata.files import file_sha256, leftover_temporaries, read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
+from ros_robodata.version import __version__
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
 DATASET_FILE = 'dataset.yaml'

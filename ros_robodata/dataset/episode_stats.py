@@ -12,8 +12,8 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.files import file_sha256
 from ros_robodata.profile import Profile
-from ros_robodata.record.topic_stats import TopicStats, stamp_range
 from ros_robodata.signals import starts_with_header
+from ros_robodata.signals.topic_stats import TopicStats, stamp_range
 
 
 def expected_rates(profile: Profile | None) -> dict[str, float | None]:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from ros_robodata.bag.image import encode_compressed, encode_image
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
+from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
@@ -34,7 +35,6 @@ from ros_robodata.dataset.lerobot_features import ACTION_NAMES, STATE_NAMES, fea
 from ros_robodata.dataset.sources import Recording, content_id
 from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.lerobot import layout
 from ros_robodata.profile import COMPRESSED_IMAGE, IMAGE, JOINT_STATE, Profile, profile_from_dict
 from ros_robodata.vocabulary import MODES, OUTCOMES
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ros_robodata import __version__
 from ros_robodata.bag.reader import BagReader, TopicInfo
 from ros_robodata.bag.repair import repair_bag
 from ros_robodata.dataset.dataset import Dataset
@@ -39,6 +38,7 @@ from ros_robodata.dataset.staging import commit_episode, import_lock, imported_f
 from ros_robodata.dataset.transfer import check_room, free_text, remove_source, transfer
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile, load_profile
+from ros_robodata.version import __version__
 from ros_robodata.vocabulary import MODES, OUTCOMES
 
 METHODS = ('copy', 'link', 'move')

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.errors import RobodataError
 
@@ -36,8 +37,6 @@ def restore_scores(dataset: Dataset, episode_id: str) -> None:
 
 def restore_reviewed_outcome(dataset: Dataset, episode_id: str) -> None:
     """The reviewers' verdict from the episode's annotations.json."""
-    from ros_robodata.review.store import read_annotations
-
     folder = dataset.episode_dir(episode_id)
     try:
         verdict = read_annotations(folder).reviewed_verdict()

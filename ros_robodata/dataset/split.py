@@ -19,8 +19,8 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.writer import BagWriter, qos_profile
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
-from ros_robodata.record.topic_stats import TopicStats
 from ros_robodata.signals import read_joints, starts_with_header
+from ros_robodata.signals.topic_stats import TopicStats
 from ros_robodata.vocabulary import OUTCOMES, parse_time
 
 EPISODE_EVENT = 'ros_robodata/msg/EpisodeEvent'

@@ -19,8 +19,9 @@ from ros_robodata import untrusted
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import safe_path, write_json
+from ros_robodata.outputs import FRAMES_FORMAT
 
-FORMAT = 'ros_robodata.frames/1'
+FORMAT = FRAMES_FORMAT
 MANIFEST_FILE = 'manifest.json'
 FRAMES_FILE = 'frames.json'  # one per exported episode, written last: its presence means the episode is whole
 EPISODE_FORMAT = 'ros_robodata.frames_episode/1'

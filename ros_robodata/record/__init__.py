@@ -2,6 +2,6 @@
 
 from ros_robodata.record.preroll import PreRoll
 from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings, Transition
-from ros_robodata.record.topic_stats import TopicStats, stamp_range
+from ros_robodata.signals.topic_stats import TopicStats, stamp_range
 
 __all__ = ['EpisodeRecorder', 'PreRoll', 'RecorderSettings', 'TopicStats', 'Transition', 'stamp_range']

@@ -36,8 +36,8 @@ from ros_robodata.files import free_bytes
 from ros_robodata.record.disk_room import WriteRate, disk_room
 from ros_robodata.record.intent import EpisodeIntent
 from ros_robodata.record.preroll import PreRoll
-from ros_robodata.record.topic_stats import TopicStats, stamp_range
 from ros_robodata.signals.cdr import starts_with_header
+from ros_robodata.signals.topic_stats import TopicStats, stamp_range
 from ros_robodata.vocabulary import OUTCOMES
 
 _LATCHED_KEEP = 16  # distinct latched messages kept per topic (one per publisher of /tf_static)

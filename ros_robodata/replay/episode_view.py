@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.annotations import FILE as ANNOTATIONS_FILE
+from ros_robodata.dataset.annotations import Stored, read_annotations
 from ros_robodata.dataset.episode import read_episode
+from ros_robodata.dataset.label import BOX, POLYGON, SEGMENT, Label
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import EVENTS_FILE, read_events_file
 from ros_robodata.quality.findings import ERROR, INFO, SEVERITIES, WARN, Finding
 from ros_robodata.quality.score import QUALITY_FILE
-from ros_robodata.review.label import BOX, POLYGON, SEGMENT, Label
-from ros_robodata.review.store import FILE as ANNOTATIONS_FILE
-from ros_robodata.review.store import Stored, read_annotations
 
 EVENT_HOLD_NS = 2_000_000_000  # an event stays the headline this long after it happened
 FLAG_PAD_NS = 250_000_000  # a finding that fired on one sample shows this long either side of it

@@ -7,11 +7,11 @@ other; review/disagreements.json), `machine` (the segmenter and success verdict 
 `label_studio` (push episodes to a Label Studio project and pull the annotations, through label-studio-sdk).
 """
 
+from ros_robodata.dataset.annotations import EpisodeAnnotations, read_annotations
+from ros_robodata.dataset.label import KINDS, VERDICTS, Label, Source
 from ros_robodata.review.agreement import Agreement, Thresholds, agreement, write_disagreements
 from ros_robodata.review.apply import Applied, apply_labels, current_labels, import_annotations
-from ros_robodata.review.label import KINDS, VERDICTS, Label, Source
 from ros_robodata.review.machine import MachineReport, machine_report
-from ros_robodata.review.store import EpisodeAnnotations, read_annotations
 
 __all__ = ['KINDS', 'VERDICTS', 'Agreement', 'Applied', 'EpisodeAnnotations', 'Label', 'MachineReport', 'Source',
            'Thresholds', 'agreement', 'apply_labels', 'current_labels', 'import_annotations', 'machine_report',

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.dataset.label import BOX, SEGMENT, VERDICT, Label
 from ros_robodata.files import write_json
-from ros_robodata.review.label import BOX, SEGMENT, VERDICT, Label
 
 DISAGREEMENTS_FILE = 'disagreements.json'
 DISAGREEMENTS_FORMAT = 'ros_robodata.disagreements'

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.dataset.annotations import Added, add_labels, check_writable_episode, plan_labels, read_annotations
 from ros_robodata.dataset.audit import check_audit_writable
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.label import Label
 from ros_robodata.errors import DatasetError
 from ros_robodata.export.taxonomy import Taxonomy
 from ros_robodata.review.importers import read_annotation_file
-from ros_robodata.review.label import Label
-from ros_robodata.review.store import Added, add_labels, check_writable_episode, plan_labels, read_annotations
 
 
 @dataclass

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.label import SEGMENT, VERDICT, Label
 from ros_robodata.errors import RobodataError
 from ros_robodata.review.agreement import temporal_iou
-from ros_robodata.review.label import SEGMENT, VERDICT, Label
 
 
 @dataclass

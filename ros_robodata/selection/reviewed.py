@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.annotations import DISPUTED, read_annotations
 from ros_robodata.errors import RobodataError
 from ros_robodata.review.agreement import DISAGREEMENTS_FILE
-from ros_robodata.review.store import DISPUTED, read_annotations
 
 
 def reviewed_verdict(episode_dir: Path) -> tuple[str | None, str | None]:

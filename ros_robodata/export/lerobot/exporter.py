@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ros_robodata import __version__
 from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import ExportError, RobodataError
-from ros_robodata.export.lerobot import layout, stats
+from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.card import write_card
 from ros_robodata.export.lerobot.files import ExportFiles
 from ros_robodata.export.lerobot.frame_labels import flags_per_tick, kept_runs, labels_per_tick
@@ -34,6 +34,7 @@ from ros_robodata.export.lerobot.policy import Candidate, Policy, Selection, sel
 from ros_robodata.export.lerobot.sampling import ACTION_TYPES, EpisodeGrid, grid_episode
 from ros_robodata.export.lerobot.video import CODECS, even_size
 from ros_robodata.profile import Profile
+from ros_robodata.version import __version__
 
 
 @dataclass(frozen=True)

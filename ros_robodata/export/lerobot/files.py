@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.errors import ExportError
-from ros_robodata.export.lerobot import layout
 from ros_robodata.export.lerobot.video import VideoFile
 
 if TYPE_CHECKING:

@@ -11,13 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ros_robodata import __version__
+from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.export.lerobot import layout, stats
+from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.files import ExportFiles
 from ros_robodata.export.lerobot.policy import Selection
 from ros_robodata.export.lerobot.sampling import NEXT_STATE
 from ros_robodata.profile import JOINT_STATE, Profile
+from ros_robodata.version import __version__
 
 if TYPE_CHECKING:
     from ros_robodata.export.lerobot.exporter import LeRobotOptions

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.label import BOX, POLYGON, Label, Source, class_path
 from ros_robodata.errors import AnnotationError, RobodataError
 from ros_robodata.export.taxonomy import Taxonomy
 from ros_robodata.review.importers.episodes import episode_of, frame_index, sensor_of
-from ros_robodata.review.label import BOX, POLYGON, Label, Source, class_path
 
 
 def is_coco(data: Any) -> bool:

@@ -14,9 +14,9 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.label import BOX, POLYGON, TAG, Label, Source, class_path
 from ros_robodata.errors import AnnotationError, RobodataError
 from ros_robodata.review.importers.episodes import episode_of, frame_index, sensor_of
-from ros_robodata.review.label import BOX, POLYGON, TAG, Label, Source, class_path
 
 
 def read_xml(path: Path) -> ET.Element:

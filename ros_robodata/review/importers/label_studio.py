@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ros_robodata.dataset.label import BOX, POLYGON, SEGMENT, TAG, VERDICT, Label, Source, class_path
 from ros_robodata.errors import AnnotationError
-from ros_robodata.review.label import BOX, POLYGON, SEGMENT, TAG, VERDICT, Label, Source, class_path
 
 TOOL = 'label_studio'
 VERDICT_CONTROL = 'verdict'

@@ -18,6 +18,7 @@ from typing import Any
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.label import VERDICTS
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import ExportOptions, export_items
 from ros_robodata.export.schedule import ScheduleSpec
@@ -32,7 +33,6 @@ from ros_robodata.export.tasks.label_studio import (
 )
 from ros_robodata.export.taxonomy import Taxonomy
 from ros_robodata.review.importers.label_studio import VERDICT_CONTROL
-from ros_robodata.review.label import VERDICTS
 
 MODEL_VERSION = 'robodata-segmenter'
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.audit import append_audit, check_audit_writable, current_user
+from ros_robodata.dataset.label import VERDICT, Label
 from ros_robodata.errors import AnnotationError, DatasetError, RobodataError
 from ros_robodata.files import write_json
-from ros_robodata.review.label import VERDICT, Label
 
 FILE = 'annotations.json'
 FORMAT = 'ros_robodata.annotations'

@@ -1,0 +1,33 @@
+"""The shape a newcomer can see: layers written down (pyproject's import-linter contract, ARCHITECTURE.md) and
+held by `lint-imports` in `make test`; here, what the contract itself cannot say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph('ros_robodata')
+
+
+def test_no_module_imports_the_front_door():
+    """`from ros_robodata import __version__` inside the package points up at everything the front door loads."""
+    graph = _graph()
+    up = sorted(m for m in graph.modules if 'ros_robodata' in graph.find_modules_directly_imported_by(m))
+    assert up == []
+
+
+def test_every_package_and_top_module_is_in_a_layer():
+    """A new subpackage or module left out of the contract would be free to import anything."""
+    config = tomllib.loads((ROOT / 'pyproject.toml').read_text())['tool']['importlinter']
+    layered = {name.strip() for contract in config['contracts'] if contract['type'] == 'layers'
+               for layer in contract['layers'] for name in layer.split('|')}
+    children = {f'ros_robodata.{p.stem}' for p in (ROOT / 'ros_robodata').iterdir()
+                if (p.suffix == '.py' and p.stem != '__init__') or (p / '__init__.py').is_file()}
+    assert children - layered == set()
+    assert layered - children == set()
