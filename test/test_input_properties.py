@@ -36,6 +36,7 @@ from ros_robodata.errors import RobodataError, one_line
 from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
 from ros_robodata.profile import Profile, load_profile
+from ros_robodata.profile.validate import topic_name_problem
 from ros_robodata.report.scores import load_scores
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
@@ -195,8 +196,8 @@ def test_a_damaged_profile_loads_typed_or_is_one_profile_error(tmp_path_factory,
     profile = _load(lambda: load_profile(path), path, ProfileError)
     if profile is not None:
         assert isinstance(profile, Profile)
-        for key, _role, spec in profile.topics.entries():
-            assert isinstance(spec.topic, str) and spec.topic.startswith('/'), (key, spec.topic)
+        for key, _role, spec in profile.topics.entries():  # relative names are valid ROS 2 names (a namespace)
+            assert isinstance(spec.topic, str) and topic_name_problem(spec.topic) is None, (key, spec.topic)
             assert spec.rate_hz is None or (isinstance(spec.rate_hz, (int, float)) and spec.rate_hz > 0), key
 
 
