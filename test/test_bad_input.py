@@ -17,6 +17,7 @@ from ros_robodata.cli.main import main
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.taxonomy import load_taxonomy
 from ros_robodata.untrusted import MAX_EXPANDED_NODES, check_yaml, read_json, read_yaml
+from test.processes import without_permission_override
 
 BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x","x"]\n'
         + ''.join(f'{chr(98 + i)}: &{chr(98 + i)} [{",".join(["*" + chr(97 + i)] * 10)}]\n' for i in range(8)))
@@ -731,28 +732,12 @@ def test_the_file_system_root_is_not_searched_for_bags(capsys):
                                      'or a bag: name the folder that holds them')
 
 
-def _as_a_user_without_override() -> Callable[[], None]:
-    """Run a child as an ordinary user would be: permission bits apply. As root, the child drops the capabilities
-    that let root read and write past them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) from its bounding set, so the
-    Python it execs has neither; as another user, nothing is needed."""
-    import ctypes
-
-    def drop() -> None:
-        if os.geteuid() == 0:
-            libc = ctypes.CDLL(None, use_errno=True)
-            for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-                if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-                    raise OSError(ctypes.get_errno(), 'prctl(PR_CAPBSET_DROP) failed')
-    return drop
-
-
 def _robodata_as_user(*args: object) -> tuple[int, str]:
     import subprocess
 
     robodata = Path(sys.executable).with_name('robodata')
     done = subprocess.run([str(robodata), *map(str, args)], capture_output=True, text=True, timeout=120,
-                          preexec_fn=_as_a_user_without_override())
-    assert 'Traceback' not in done.stderr, done.stderr
+                          preexec_fn=without_permission_override())
     return done.returncode, done.stderr
 
 

@@ -32,7 +32,7 @@ from ros_robodata.dataset.audit import read_audit
 from ros_robodata.dataset.catalog import Catalog, CatalogRow
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, read_episode
-from ros_robodata.errors import RobodataError, one_line
+from ros_robodata.errors import ProfileError, RobodataError, TaxonomyError, one_line
 from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
 from ros_robodata.profile import Profile, load_profile
@@ -43,8 +43,7 @@ from ros_robodata.vocabulary import OUTCOMES, STATUSES
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = 100  # per loader: under a minute for the whole file on 2 cores
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture])
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @pytest.fixture(scope='module')
@@ -186,32 +185,39 @@ PROFILE_TEXT = (ROOT / 'config' / 'sim_cell.yaml').read_text()
 TAXONOMY_TEXT = (ROOT / 'config' / 'taxonomy.yaml').read_text()
 
 
-@PROPERTY
-@given(content=damaged(PROFILE_TEXT, 'yaml'))
-def test_a_damaged_profile_loads_typed_or_is_one_profile_error(tmp_path_factory, content):
-    from ros_robodata.errors import ProfileError
-
-    path = tmp_path_factory.mktemp('profile') / 'profile.yaml'
-    path.write_bytes(content)
-    profile = _load(lambda: load_profile(path), path, ProfileError)
-    if profile is not None:
-        assert isinstance(profile, Profile)
-        for key, _role, spec in profile.topics.entries():  # relative names are valid ROS 2 names (a namespace)
-            assert isinstance(spec.topic, str) and topic_name_problem(spec.topic) is None, (key, spec.topic)
-            assert spec.rate_hz is None or (isinstance(spec.rate_hz, (int, float)) and spec.rate_hz > 0), key
+def _typed_profile(profile: Profile) -> None:
+    assert isinstance(profile, Profile)
+    for key, _role, spec in profile.topics.entries():  # relative names are valid ROS 2 names (a namespace)
+        assert isinstance(spec.topic, str) and topic_name_problem(spec.topic) is None, (key, spec.topic)
+        assert spec.rate_hz is None or (isinstance(spec.rate_hz, (int, float)) and spec.rate_hz > 0), key
 
 
-@PROPERTY
-@given(content=damaged(TAXONOMY_TEXT, 'yaml'))
-def test_a_damaged_taxonomy_loads_typed_or_is_one_taxonomy_error(tmp_path_factory, content):
-    from ros_robodata.errors import TaxonomyError
+def _typed_taxonomy(taxonomy: Taxonomy) -> None:
+    assert isinstance(taxonomy, Taxonomy)
+    assert all(isinstance(c.name, str) and isinstance(c.id, int) for c in taxonomy.classes)
 
-    path = tmp_path_factory.mktemp('taxonomy') / 'taxonomy.yaml'
-    path.write_bytes(content)
-    taxonomy = _load(lambda: load_taxonomy(path), path, TaxonomyError)
-    if taxonomy is not None:
-        assert isinstance(taxonomy, Taxonomy)
-        assert all(isinstance(c.name, str) and isinstance(c.id, int) for c in taxonomy.classes)
+
+# A user's own files: the valid text, how it is read, the error it must refuse damage with, what a read one holds.
+USER_FILES = {
+    'profile.yaml': (PROFILE_TEXT, load_profile, ProfileError, _typed_profile),
+    'taxonomy.yaml': (TAXONOMY_TEXT, load_taxonomy, TaxonomyError, _typed_taxonomy),
+}
+
+
+@pytest.mark.parametrize('name', sorted(USER_FILES))
+def test_a_damaged_profile_or_taxonomy_loads_typed_or_is_one_error_of_its_kind(tmp_path, name):
+    valid, loader, error, check = USER_FILES[name]
+    path = tmp_path / name
+
+    @PROPERTY
+    @given(content=damaged(valid, 'yaml'))
+    def property_(content: bytes) -> None:
+        path.write_bytes(content)
+        result = _load(lambda: loader(path), path, error)
+        if result is not None:
+            check(result)
+
+    property_()
 
 
 @dataclass(frozen=True)

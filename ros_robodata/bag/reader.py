@@ -341,8 +341,10 @@ class _RosbagsSource(_Source):
                         yield BagMessage(conn.topic, conn.msgtype, t_ns, data)
                 return
             odd = 0  # sqlite3 rows whose stamp is not an integer or whose data is not bytes (SQLite keeps any type)
+            untyped = self.file.suffix != '.mcap'
             for conn, t_ns, data in self._reader.messages(connections=conns, start=start_ns, stop=stop_ns):
-                if type(t_ns) is not int or not 0 <= t_ns < 2**63 or not isinstance(data, (bytes, memoryview)):
+                if untyped and (type(t_ns) is not int or not 0 <= t_ns < 2**63
+                                or not isinstance(data, (bytes, memoryview))):
                     odd += 1
                     self.damage = (f'{self.file.name} is damaged: {odd} message row(s) whose timestamp is not a time '
                                    '(text, a fraction, negative) or whose data is not bytes were left out')

@@ -25,7 +25,7 @@ import struct
 from pathlib import Path
 
 from ros_robodata.bag.reader import MCAP_MAGIC, STORAGE_SUFFIXES
-from ros_robodata.dataset.sources import METADATA_FILE, Recording, is_bag_folder, recording_at
+from ros_robodata.dataset.sources import METADATA_FILE, Recording, recording_at
 
 __all__ = ['find_arrivals', 'mcap_is_whole', 'sqlite_is_whole', 'unfinished']
 
@@ -71,11 +71,9 @@ def _scan(folder: Path, found: list[Recording], unreadable: list[tuple[Path, str
 def _bag_unit(folder: Path, entries: list[Path]) -> Recording | None:
     """The bag `folder` is, when it holds one: a rosbag2 folder (metadata.yaml, or parts named after it), a
     LeRobot dataset, or a folder holding a single storage file and no metadata.yaml yet (a recorder writing)."""
-    if is_bag_folder(folder):
-        return recording_at(folder)
     found = recording_at(folder)
     if found is not None:
-        return found  # a LeRobot dataset
+        return found
     storage = [e for e in entries if e.suffix in STORAGE_SUFFIXES and e.is_file()]
     if len(storage) == 1:
         return Recording('bag', folder, (storage[0],))
@@ -103,10 +101,6 @@ def unfinished(recording: Recording) -> str:
     """Why the recording's writer has not finished it yet ('' when it has, as far as its files can tell)."""
     if recording.kind not in ('bag', 'bag_file'):
         return ''
-    if recording.kind == 'bag':
-        metadata = recording.path / METADATA_FILE
-        if metadata.is_file() and any(not f.is_file() for f in recording.files):
-            return 'metadata.yaml is there but a storage file it lists is not'
     for file in recording.files:
         if file.suffix == '.mcap' and not mcap_is_whole(file):
             return f'{file.name} has no footer yet (still being written?)'

@@ -73,7 +73,6 @@ class Watcher:
     _told_unreadable: dict[Path, str] = field(default_factory=dict)
     _gone: bool = False
     memory: WatchMemory | None = None
-    scan_s: float = 0.0  # what the last scan of the folder cost
 
     def __post_init__(self) -> None:
         if self.memory is None:
@@ -83,9 +82,7 @@ class Watcher:
         now = time.monotonic() if now is None else now
         if not self._folder_there():
             return []
-        started = time.monotonic()
         recordings, unreadable = find_arrivals(self.folder, skip=self.dataset.root)
-        self.scan_s = time.monotonic() - started
         self._say_unreadable(unreadable)
         present = {recording.path for recording in recordings}
         for gone in [path for path in self._seen if path not in present]:  # moved away (--move), deleted: forgotten

@@ -68,7 +68,8 @@ class WatchMemory:
         try:
             self.path.parent.mkdir(exist_ok=True)
             if self._lines > 1000 and self._lines > 2 * len(self.known):
-                self._compact()
+                self._compact()  # holds this decision too
+                return
             with self.path.open('a', encoding='utf-8') as f:
                 f.write(line + '\n')
             self._lines += 1
