@@ -18,7 +18,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from ros_robodata.nodes.common import make_executor, message_class
+from ros_robodata.nodes.node_runtime import make_executor, message_class
 from ros_robodata.profile import load_profile
 from ros_robodata.signals.cdr import header_stamp_ns
 

@@ -49,7 +49,7 @@ class Demos:
 # -- datasets ------------------------------------------------------------------------------------------------
 
 def sim_cell(count: int) -> Demos:
-    from ros_robodata.sim import samples as S
+    from ros_robodata.sim import sim_samples as S
     from ros_robodata.sim.cell import SimCell
 
     episodes = []

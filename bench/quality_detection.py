@@ -123,7 +123,7 @@ class Outcome:
 
 def _pre_run(seed: int, mode: str) -> tuple[float, list[tuple[float, str]]]:
     """Duration and stroke events of the seed's episode, without rendering (about 0.6 s)."""
-    from ros_robodata.sim import samples as S
+    from ros_robodata.sim import sim_samples as S
     from ros_robodata.sim.cell import SimCell
 
     with SimCell(seed, seed, mode, streams=[S.GRIPPER]) as cell:
@@ -157,7 +157,7 @@ def _place(job: Job, duration: float, strokes: list[tuple[float, str]]) -> tuple
 
 def run_job(job: Job, profile_path: str, tmp: str) -> Outcome:
     from ros_robodata.profile import load_profile
-    from ros_robodata.quality.score import score_bag
+    from ros_robodata.quality.scoring import score_bag
     from ros_robodata.sim.faults import Fault
     from ros_robodata.sim.to_bag import write_sim_episode
 
@@ -375,7 +375,7 @@ def clean_elsewhere(seeds: int, real: list[str]) -> str:
     from lerobot_to_bag import convert
 
     from ros_robodata.profile import load_profile
-    from ros_robodata.quality.score import score_bag
+    from ros_robodata.quality.scoring import score_bag
 
     rows: list[tuple[str, str, list[str], list[str]]] = []  # source, episode, alarms, info
     with tempfile.TemporaryDirectory(prefix='robodata_clean_') as tmp:

@@ -131,7 +131,7 @@ def listen(out: str) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-    from ros_robodata.nodes.common import message_class
+    from ros_robodata.nodes.node_runtime import message_class
     from ros_robodata.signals.cdr import header_stamp_ns
 
     topics = {'/joint_states': 'sensor_msgs/msg/JointState', '/wrist/wrench': 'geometry_msgs/msg/WrenchStamped',
@@ -294,7 +294,7 @@ def main() -> int:
                 command = [sys.executable, '-m', 'ros_robodata.cli.main', 'replay', str(bag), '--paused',
                            '--rate', str(args.rate), '--profile', str(ROOT / 'bench' / 'rig_profile.yaml')]
             else:
-                command = [sys.executable, '-m', 'ros_robodata.nodes.player', '--ros-args', '-p', f'bag:={bag}',
+                command = [sys.executable, '-m', 'ros_robodata.nodes.player_node', '--ros-args', '-p', f'bag:={bag}',
                            '-p', 'paused:=true', '-p', f'rate:={args.rate}']
             return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)

@@ -61,7 +61,7 @@ def child(what: str, bag: str, profile_path: str) -> None:
     import ros_robodata.quality.images  # noqa: F401
     from ros_robodata.bag.types import typestore
     from ros_robodata.profile import load_profile
-    from ros_robodata.quality.score import score_bag
+    from ros_robodata.quality.scoring import score_bag
 
     profile = load_profile(profile_path)
     typestore()
@@ -177,7 +177,7 @@ def raw_read(bag: Path) -> int:
 
 def timing(bags: list[Path], profile_path: Path, repeats: int) -> str:
     from ros_robodata.profile import load_profile
-    from ros_robodata.quality.score import score_bag
+    from ros_robodata.quality.scoring import score_bag
 
     profile = load_profile(profile_path)
     score_bag(bags[0], profile)  # warm up: imports, typestore, first-call allocations

@@ -36,7 +36,7 @@ import numpy as np
 import rig_families
 
 import ros_robodata.events.detector as detector_module
-import ros_robodata.sim.samples as S
+import ros_robodata.sim.sim_samples as S
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
 from ros_robodata.events.detector import EventDetector, SegmenterSettings

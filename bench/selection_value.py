@@ -134,7 +134,7 @@ def ablated(dataset: Any, budget: str, signal: str, hits: dict[str, list[str]]) 
 def build(root: Path, specs: list[Spec], jobs: int) -> dict[str, dict]:
     from ros_robodata.dataset import Dataset
     from ros_robodata.profile import load_profile
-    from ros_robodata.sim.episodes import register_sim_episode, without_sensors
+    from ros_robodata.sim.scripted_episodes import register_sim_episode, without_sensors
 
     dataset = Dataset.create(root, profile=without_sensors(load_profile(PROFILE)))
     work = [(s, str(dataset.bag_dir(s.episode_id)), dataset.profile) for s in specs]

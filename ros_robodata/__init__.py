@@ -50,17 +50,17 @@ _EXPORTS = {
     'ImportRun': 'ros_robodata.dataset.importer',
     'import_recordings': 'ros_robodata.dataset.importer',
     'SplitSpec': 'ros_robodata.dataset.split',
-    'repair_dataset': 'ros_robodata.dataset.repair',
+    'repair_dataset': 'ros_robodata.dataset.dataset_repair',
     'describe': 'ros_robodata.dataset.describe',
     'Profile': 'ros_robodata.profile',
     'load_profile': 'ros_robodata.profile',
     'segment': 'ros_robodata.events.offline',
     'SegmentRun': 'ros_robodata.events.offline',
     'SegmentResult': 'ros_robodata.events.event',
-    'score': 'ros_robodata.quality.score',
-    'ScoreRun': 'ros_robodata.quality.score',
+    'score': 'ros_robodata.quality.scoring',
+    'ScoreRun': 'ros_robodata.quality.scoring',
     'export_frames': 'ros_robodata.export.frames',
-    'ExportOptions': 'ros_robodata.export.plan',
+    'ExportOptions': 'ros_robodata.export.export_plan',
     'ExportResult': 'ros_robodata.export.frames',
     'ScheduleSpec': 'ros_robodata.export.schedule',
     'export_lerobot': 'ros_robodata.export.lerobot.exporter',
@@ -144,20 +144,20 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from ros_robodata.bag.reader import BagReader
     from ros_robodata.bag.writer import BagWriter
     from ros_robodata.dataset.dataset import Dataset
+    from ros_robodata.dataset.dataset_repair import repair_dataset
     from ros_robodata.dataset.describe import describe
     from ros_robodata.dataset.episode import Episode
     from ros_robodata.dataset.importer import ImportOptions, ImportRun, import_recordings
-    from ros_robodata.dataset.repair import repair_dataset
     from ros_robodata.dataset.split import SplitSpec
     from ros_robodata.dataset.targets import Filters, Target, resolve
     from ros_robodata.errors import BagError, DatasetError, ExportError, ProfileError, RobodataError
     from ros_robodata.events.event import SegmentResult
     from ros_robodata.events.offline import SegmentRun, segment
+    from ros_robodata.export.export_plan import ExportOptions
     from ros_robodata.export.frames import ExportResult, export_frames
-    from ros_robodata.export.plan import ExportOptions
     from ros_robodata.export.schedule import ScheduleSpec
     from ros_robodata.profile import Profile, load_profile
-    from ros_robodata.quality.score import ScoreRun, score
+    from ros_robodata.quality.scoring import ScoreRun, score
     from ros_robodata.report.build import ReportResult, write_report
     from ros_robodata.selection.queue import SelectRun, select_for_review
     from ros_robodata.vocabulary import EVENT_KINDS, MODES, OUTCOMES, STATUSES

@@ -38,7 +38,7 @@ def new_domain() -> int:
 
 
 def start_recorder(domain: int, dataset: Path, *extra: str, log: Path | None = None) -> subprocess.Popen:
-    args = [sys.executable, '-m', 'ros_robodata.nodes.recorder', '--ros-args', '-p', f'profile:={PROFILE}',
+    args = [sys.executable, '-m', 'ros_robodata.nodes.recorder_node', '--ros-args', '-p', f'profile:={PROFILE}',
             '-p', f'dataset:={dataset}', '-p', 'task:=pick_cube', '-p', 'operator:=tester', *extra]
     out = open(log, 'w') if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
     # its own process group: a test can kill the recorder with its writer process, as power loss would

@@ -31,3 +31,12 @@ def test_every_package_and_top_module_is_in_a_layer():
                 if (p.suffix == '.py' and p.stem != '__init__') or (p / '__init__.py').is_file()}
     assert children - layered == set()
     assert layered - children == set()
+
+
+def test_every_file_name_is_unique_in_the_package():
+    """A name you can search for: `recorder.py` should not mean the node in one place and the core in another."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / 'ros_robodata').rglob('*.py')):
+        if path.name != '__init__.py':
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

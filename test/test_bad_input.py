@@ -15,7 +15,7 @@ import pytest
 
 from ros_robodata.cli.main import main
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.taxonomy import load_taxonomy
+from ros_robodata.labeling.taxonomy import load_taxonomy
 from ros_robodata.untrusted import MAX_EXPANDED_NODES, check_yaml, read_json, read_yaml
 from test.processes import without_permission_override
 
@@ -546,7 +546,7 @@ def test_an_unreadable_episode_is_named_by_catalog_rebuild_and_list(tmp_path, ca
 
 def test_a_taxonomy_of_20000_classes_loads_in_linear_time(tmp_path):
     """8,000 classes took 33 s (quadratic, issue 21): a hang guard, not a timing target (bench has the figure)."""
-    from ros_robodata.export.taxonomy import load_taxonomy
+    from ros_robodata.labeling.taxonomy import load_taxonomy
 
     path = tmp_path / 'taxonomy.yaml'
     path.write_text('classes:\n' + ''.join(f'  - name: class_{i}\n' for i in range(20_000)))

@@ -98,7 +98,7 @@ def test_sim_cell_can_publish_its_time_on_clock(tmp_path):
     from test.ros_rig import client, stop_process
 
     domain = new_domain()
-    node = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.sim_cell', '--ros-args', '-p',
+    node = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.sim_cell_node', '--ros-args', '-p',
                              f'profile:={PROFILE}', '-p', 'episodes:=1', '-p', 'publish_clock:=true', '-p',
                              'image_width:=32', '-p', 'image_height:=24'], env=ros_env(domain),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

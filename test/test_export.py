@@ -295,7 +295,7 @@ def test_schedule_picks_the_nearest_real_frame() -> None:
 
 
 def test_sync_pairs_nearest_within_tolerance_and_stays_bounded() -> None:
-    from ros_robodata.export.sync import Sample, Synchronizer
+    from ros_robodata.export.sensor_pairing import Sample, Synchronizer
 
     sync = Synchronizer(['fast', 'slow'], tolerance_ns=5)
     settled = []

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from ros_robodata.errors import RobodataError, TaskFileError, TaxonomyError
-from ros_robodata.export.tasks import DEFAULT_BASE_URL, write_task_files
-from ros_robodata.export.taxonomy import KINDS, load_taxonomy, parse_taxonomy
+from ros_robodata.export.label_tasks import DEFAULT_BASE_URL, write_task_files
+from ros_robodata.labeling.taxonomy import KINDS, load_taxonomy, parse_taxonomy
 
 TAXONOMY = Path(__file__).resolve().parent.parent / 'config' / 'taxonomy.yaml'
 CAMERAS = {'camera_wrist': (32, 24), 'camera_scene': (40, 30)}  # name -> (width, height)

@@ -39,7 +39,7 @@ def test_frames_are_exported_live_per_episode(tmp_path: Path) -> None:
     out = tmp_path / 'frames'
     domain = new_domain()
     log = tmp_path / 'exporter.log'
-    node = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.frame_exporter', '--ros-args', '-p',
+    node = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.frame_exporter_node', '--ros-args', '-p',
                              f'profile:={PROFILE}', '-p', f'out:={out}', '-p', 'every:=0.5s', '-p', 'lidar:=true',
                              '-p', 'jpeg_quality:=60'],
                             env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)

@@ -34,7 +34,7 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, read_episode
 from ros_robodata.errors import ProfileError, RobodataError, TaxonomyError, one_line
 from ros_robodata.events.offline import read_events_file
-from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
+from ros_robodata.labeling.taxonomy import Taxonomy, load_taxonomy
 from ros_robodata.profile import Profile, load_profile
 from ros_robodata.profile.validate import topic_name_problem
 from ros_robodata.report.scores import load_scores

@@ -387,7 +387,7 @@ def test_keys_drive_a_real_recorder_through_a_pipe(tmp_path):
     procs: list[subprocess.Popen] = []
     try:
         recorder = subprocess.Popen(
-            [sys.executable, '-m', 'ros_robodata.nodes.recorder', '--ros-args', '-p',
+            [sys.executable, '-m', 'ros_robodata.nodes.recorder_node', '--ros-args', '-p',
              f'profile:={ROOT}/config/sim_cell.yaml', '-p', f'dataset:={tmp_path}/ds'],
             env=env, stdout=log, stderr=subprocess.STDOUT)
         procs.append(recorder)

@@ -73,9 +73,9 @@ def test_every_script_is_an_executable_launcher_of_an_existing_node_module(scrip
     assert source.startswith('#!/usr/bin/env python3\n')
     imports = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)]
     targets = [node.module for node in imports if node.module and node.module.startswith('ros_robodata.nodes.')]
-    assert targets == [f'ros_robodata.nodes.{script.name}']
+    assert targets == [f'ros_robodata.nodes.{script.name}_node']
     assert any(alias.name == 'main' for node in imports for alias in node.names)
-    module = ROOT / 'ros_robodata' / 'nodes' / f'{script.name}.py'
+    module = ROOT / 'ros_robodata' / 'nodes' / f'{script.name}_node.py'
     assert module.is_file(), f'{script.name} imports {targets[0]}, but {module} does not exist'
     functions = {n.name for n in ast.parse(module.read_text(encoding='utf-8')).body if isinstance(n, ast.FunctionDef)}
     assert 'main' in functions
@@ -306,7 +306,7 @@ def test_cli_bad_input_gives_one_error_line(capsys, tmp_path, case):
 
 
 def _declared_parameters(module: Path) -> set[str]:
-    """Names a node module declares with nodes.common.declare(self, 'name', ...), plus ROS's own use_sim_time."""
+    """Names a node module declares with nodes.node_runtime.declare(self, 'name', ...), plus ROS's own use_sim_time."""
     names = {'use_sim_time'}
     for call in ast.walk(ast.parse(module.read_text(encoding='utf-8'))):
         if (isinstance(call, ast.Call) and getattr(call.func, 'id', None) == 'declare' and len(call.args) >= 2
@@ -320,7 +320,7 @@ def test_every_parameter_a_launch_file_sets_is_one_the_node_declares(path):
     for node in ET.parse(path).getroot().iter('node'):
         if node.get('pkg') != 'ros_robodata':
             continue
-        declared = _declared_parameters(ROOT / 'ros_robodata' / 'nodes' / f'{node.get("exec")}.py')
+        declared = _declared_parameters(ROOT / 'ros_robodata' / 'nodes' / f'{node.get("exec")}_node.py')
         given = {p.get('name') for p in node.findall('param')}
         assert given <= declared, f'{path.name}: {node.get("exec")} declares no {sorted(given - declared)}'
 

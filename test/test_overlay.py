@@ -18,7 +18,7 @@ from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.label import BOX, SEGMENT, VERDICT, Label, Source
 from ros_robodata.events.offline import read_events_file
-from ros_robodata.export.taxonomy import load_taxonomy
+from ros_robodata.labeling.taxonomy import load_taxonomy
 from ros_robodata.profile import load_profile
 from ros_robodata.replay.draw import annotate, hex_to_bgr
 from ros_robodata.replay.episode_view import EVENT_HOLD_NS, EpisodeView, load_episode_view
@@ -192,8 +192,8 @@ def test_frame_labels_pulled_from_label_studio_are_found_in_the_review_media(epi
     without naming any folder; a frame id no export holds is said in notes, naming the file."""
     from ros_robodata.dataset.annotations import add_labels
     from ros_robodata.dataset.targets import prepare
+    from ros_robodata.export.export_plan import ExportOptions
     from ros_robodata.export.frames import export_items
-    from ros_robodata.export.plan import ExportOptions
     from ros_robodata.export.schedule import ScheduleSpec
 
     root = tmp_path / 'ds'

@@ -16,7 +16,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.events.offline import read_events_file
-from ros_robodata.export.taxonomy import load_taxonomy
+from ros_robodata.labeling.taxonomy import load_taxonomy
 from ros_robodata.replay.draw import hex_to_bgr
 from ros_robodata.signals import header_stamp_ns
 from test.profiles import CONFIG
@@ -27,7 +27,7 @@ EVENT_TEXT = 'robodata_overlay/event'
 
 
 def _start_overlay(domain: int, log: Path, *params: str) -> subprocess.Popen:
-    args = [sys.executable, '-m', 'ros_robodata.nodes.overlay', '--ros-args', '-p', f'profile:={PROFILE}']
+    args = [sys.executable, '-m', 'ros_robodata.nodes.overlay_node', '--ros-args', '-p', f'profile:={PROFILE}']
     for param in params:
         args += ['-p', param]
     return subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)

@@ -10,12 +10,12 @@ import pytest
 
 from ros_robodata.cli.main import main
 from ros_robodata.profile import load_profile
-from ros_robodata.quality.episode import EpisodeReport, score_of
+from ros_robodata.quality.episode_checks import EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
 from ros_robodata.quality.joint_stop import explain_stuck
 from ros_robodata.quality.motion import JointLimit, JointMotion, Trajectory, limits_from_urdf
 from ros_robodata.quality.patterns import explain_jumps_over_dataset, explain_stuck_over_dataset, find_patterns
-from ros_robodata.quality.score import score_bag
+from ros_robodata.quality.scoring import score_bag
 from ros_robodata.quality.timing import StreamTiming, TimingLimits
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.to_bag import write_sim_episode
@@ -490,8 +490,8 @@ def test_a_label_that_contradicts_the_evidence_is_flagged(scored_dataset: Path,
 
 
 def test_an_episode_much_jerkier_than_its_peers_is_flagged() -> None:
-    from ros_robodata.quality.episode import EpisodeReport
-    from ros_robodata.quality.score import EpisodeScore, _flag_jerky
+    from ros_robodata.quality.episode_checks import EpisodeReport
+    from ros_robodata.quality.scoring import EpisodeScore, _flag_jerky
 
     values = [-15.0, -15.5, -14.8, -15.2, -21.0, -15.1]
     scores = {f'e{i}': EpisodeScore(f'e{i}', 'pick', 'success', EpisodeReport([], {'smoothness_ldlj': v}, 0, 1))

@@ -13,7 +13,7 @@ from ros_robodata.quality.consistency import (
     task_consistency,
 )
 from ros_robodata.quality.outcome_mix import outcome_mix
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.cell import SimCell
 
 T0_NS = 1_700_000_000_000_000_000
@@ -365,7 +365,7 @@ def test_nothing_labelled():
 
 
 def test_the_phase_of_a_moment_comes_from_the_segment_events():
-    from ros_robodata.quality.score import phase_at
+    from ros_robodata.quality.scoring import phase_at
 
     events = [{'kind': 'contact', 't_ns': 200}, {'kind': 'grasp', 't_ns': 300}, {'kind': 'lift', 't_ns': 400},
               {'kind': 'release', 't_ns': 800}]
@@ -425,8 +425,8 @@ def test_where_an_outlier_differs_is_told_in_its_whole_recording_with_a_long_wai
 
 def _scored_reaches(count: int, odd: int) -> dict:
     """`count` demos of one task on two joints (the same reach with small differences); demo `odd` takes a detour."""
-    from ros_robodata.quality.episode import EpisodeReport
-    from ros_robodata.quality.score import EpisodeScore
+    from ros_robodata.quality.episode_checks import EpisodeReport
+    from ros_robodata.quality.scoring import EpisodeScore
 
     rng = np.random.default_rng(3)
     out = {}
@@ -449,7 +449,7 @@ def test_an_outlier_among_a_handful_of_demos_is_said_but_is_no_warning(count: in
     from ros_robodata.profile import profile_from_dict
     from ros_robodata.quality.consistency import WARN_MIN_DEMOS
     from ros_robodata.quality.findings import INFO, WARN
-    from ros_robodata.quality.score import _judge_consistency
+    from ros_robodata.quality.scoring import _judge_consistency
 
     scores = _scored_reaches(count, odd=1)
     profile = profile_from_dict({'robot': {'name': 'arm'},

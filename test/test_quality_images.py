@@ -12,7 +12,7 @@ import pytest
 
 from ros_robodata.quality.findings import Finding
 from ros_robodata.quality.images import CHECKS, CameraWatch, ImageLimits
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
 from test.real_data import read_photos

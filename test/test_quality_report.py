@@ -17,7 +17,7 @@ from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.profile import load_profile
-from ros_robodata.report.signals import Envelope
+from ros_robodata.report.report_signals import Envelope
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.to_bag import write_sim_episode
 from test.profiles import PROFILE

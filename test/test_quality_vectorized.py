@@ -13,11 +13,11 @@ import pytest
 from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.profile import load_profile
-from ros_robodata.quality.episode import EpisodeReport
+from ros_robodata.quality.episode_checks import EpisodeReport
 from ros_robodata.quality.findings import Finding
 from ros_robodata.quality.image_cdr import gray_from_image_cdr
 from ros_robodata.quality.images import full_gray
-from ros_robodata.quality.score import score_bag
+from ros_robodata.quality.scoring import score_bag
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.to_bag import write_sim_episode
 from test.profiles import PROFILE

@@ -300,7 +300,7 @@ def test_disk_full_closes_the_episode_incomplete_and_keeps_everything_before(tmp
         assert bag.complete and bag.message_count == 5
     with BagReader(dataset.bag_dir(second)) as bag:  # what reached the disk is readable
         assert 0 < bag.message_count < 60
-    from ros_robodata.dataset.repair import repair_episode
+    from ros_robodata.dataset.dataset_repair import repair_episode
 
     report = repair_episode(dataset, second)
     assert report['messages'] > 0

@@ -13,10 +13,10 @@ from ros_robodata.bag.writer import BagWriter
 from ros_robodata.errors import ReplayError
 from ros_robodata.events.event import Event, SegmentResult
 from ros_robodata.events.offline import write_events
-from ros_robodata.replay.keys import press, split_keys, status_line
-from ros_robodata.replay.plan import parse_remaps, plan_topics
 from ros_robodata.replay.playback import EVENT_LEAD_NS, PlaybackClock, next_event, previous_event, step_rate
 from ros_robodata.replay.player import Replay, ReplayOptions
+from ros_robodata.replay.replay_keys import press, split_keys, status_line
+from ros_robodata.replay.replay_plan import parse_remaps, plan_topics
 from ros_robodata.replay.source import find_source
 from test.replay_bags import CAMERA, COMMAND, DESCRIPTION, JOINTS, T0_NS, write_replay_bag
 

@@ -17,7 +17,7 @@ from test.ros_rig import client, new_domain, ros_env, stop_process
 
 
 def _start_player(domain: int, bag: Path, log: Path, *params: str) -> subprocess.Popen:
-    args = [sys.executable, '-m', 'ros_robodata.nodes.player', '--ros-args', '-p', f'bag:={bag}', *params]
+    args = [sys.executable, '-m', 'ros_robodata.nodes.player_node', '--ros-args', '-p', f'bag:={bag}', *params]
     return subprocess.Popen(args, env=ros_env(domain), stdin=subprocess.DEVNULL, stdout=log.open('w'),
                             stderr=subprocess.STDOUT)
 
@@ -239,7 +239,7 @@ def test_robodata_replay_names_what_it_cannot_play(tmp_path: Path, capsys) -> No
 
 
 def test_nodes_that_publish_frames_take_the_rig_dds_profile_unless_one_is_named() -> None:
-    from ros_robodata.nodes.common import use_rig_transport
+    from ros_robodata.nodes.node_runtime import use_rig_transport
 
     env: dict[str, str] = {}
     path = use_rig_transport(env)

@@ -84,7 +84,7 @@ def test_labels_of_unknown_episode_write_nothing(make_demo_dataset: Callable[...
 
 def test_which_episodes_a_push_takes(make_demo_dataset: Callable[..., Dataset]) -> None:
     from ros_robodata.errors import DatasetError
-    from ros_robodata.review.label_studio.sync import choose_episodes
+    from ros_robodata.review.label_studio.server_sync import choose_episodes
 
     ids = ['20260104-000001', '20260104-000002', '20260104-000003']
     ds = make_demo_dataset([{'episode_id': e} for e in ids])

@@ -25,7 +25,7 @@ RVIZ_DEFAULT_PLUGINS = frozenset(f'rviz_default_plugins/{name}' for name in (
     'ThirdPersonFollower', 'TopDownOrtho', 'TwistStamped', 'Wrench', 'XYOrbit'))
 RVIZ_COMMON_PANELS = frozenset(f'rviz_common/{name}' for name in (
     'Displays', 'Selection', 'Tool Properties', 'Views', 'Time'))
-# What the overlay node publishes for a profile (ros_robodata/nodes/overlay.py).
+# What the overlay node publishes for a profile (ros_robodata/nodes/overlay_node.py).
 OVERLAY_MARKERS = '/robodata/overlay/markers'
 OVERLAY_IMAGE = '/robodata/overlay/{camera}/image'
 

@@ -24,7 +24,7 @@ from ros_robodata.events.segmenter import (
 )
 from ros_robodata.profile import load_profile
 from ros_robodata.signals import GripperReading, WrenchReading
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.to_bag import write_sim_episode
 from test.profiles import PROFILE

@@ -17,7 +17,7 @@ from test.ros_rig import PROFILE, ROOT, client, new_domain, ros_env, stop_proces
 
 
 def _start_segmenter(domain: int, log: Path) -> subprocess.Popen:
-    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter', '--ros-args', '-p', f'profile:={PROFILE}']
+    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter_node', '--ros-args', '-p', f'profile:={PROFILE}']
     return subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)
 
 
@@ -77,7 +77,7 @@ def test_a_rig_without_a_gripper_gets_a_segmenter_that_says_so_and_keeps_running
     that there is nothing to segment from and stays up, rather than bringing the session down."""
     domain = new_domain()
     log = tmp_path / 'segmenter.log'
-    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter', '--ros-args', '-p',
+    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter_node', '--ros-args', '-p',
             f'profile:={ROOT / "config" / "capture_studio.yaml"}']
     node = subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)
     try:
@@ -115,7 +115,7 @@ def test_a_live_segmenter_reads_a_float64_trigger_as_the_gripper_command(tmp_pat
 
     domain = new_domain()
     log = tmp_path / 'segmenter.log'
-    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter', '--ros-args', '-p', f'profile:={profile_path}']
+    args = [sys.executable, '-m', 'ros_robodata.nodes.segmenter_node', '--ros-args', '-p', f'profile:={profile_path}']
     node = subprocess.Popen(args, env=ros_env(domain), stdout=log.open('w'), stderr=subprocess.STDOUT)
     try:
         with client(domain) as c:

@@ -21,8 +21,8 @@ from ros_robodata.profile import load_profile
 from ros_robodata.review import agreement, current_labels, write_disagreements
 from ros_robodata.selection.rank import pick, standardized
 from ros_robodata.selection.signals import Signal
-from ros_robodata.sim.episodes import add_sim_episode, without_sensors
 from ros_robodata.sim.faults import Fault
+from ros_robodata.sim.scripted_episodes import add_sim_episode, without_sensors
 from test.profiles import PROFILE
 
 MISLABELLED = 'ep03'  # the physics says success; the operator pressed failure

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.rig import SimRig

@@ -5,8 +5,8 @@ Sensor payloads have modules of their own, imported where used because they load
 (frames and scans as JPEG/PNG/PCD files), `bag.video` (a video as a bag of JPEG frames).
 """
 
+from ros_robodata.bag.bag_repair import RepairReport, repair_bag
 from ros_robodata.bag.reader import BagMessage, BagReader, TopicInfo
-from ros_robodata.bag.repair import RepairReport, repair_bag
 from ros_robodata.bag.summary import bag_summary
 from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import BagWriter, qos_profile

@@ -7,7 +7,7 @@ import sys
 
 from rich.table import Table
 
-from ros_robodata.cli.common import (
+from ros_robodata.cli.command_common import (
     EXIT_PARTIAL,
     Filters,
     add_filters,

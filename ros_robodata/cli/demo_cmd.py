@@ -1,6 +1,6 @@
 """`robodata demo`: the simulated cell and the recorder on real DDS, a scripted operator, a summary.
 
-The command only parses and checks its arguments; the ROS side is ros_robodata/nodes/demo.py.
+The command only parses and checks its arguments; the ROS side is ros_robodata/nodes/demo_nodes.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from ros_robodata.cli.ros import require_ros
 from ros_robodata.errors import RobodataError
 from ros_robodata.sim.faults import FAULT_SYNTAX, KINDS, Fault, parse_fault
-from ros_robodata.sim.samples import DEFAULT_RATES_HZ
+from ros_robodata.sim.sim_samples import DEFAULT_RATES_HZ
 
 STREAMS = tuple(DEFAULT_RATES_HZ)
 
@@ -66,4 +66,4 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise RobodataError(f'--out {out}: a file is there; the demo writes a folder (OUT/dataset): give another path')
-    return require_ros('demo', 'the demo').run_demo(args, size)
+    return require_ros('demo_nodes', 'the demo').run_demo(args, size)

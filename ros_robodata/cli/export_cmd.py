@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.cli import export_lerobot_cmd
-from ros_robodata.cli.common import (
+from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,
@@ -22,10 +22,10 @@ from ros_robodata.cli.ros import node_arguments, require_ros
 from ros_robodata.dataset.targets import as_target, profile_for
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import ExportOptions, export_frames, plan_export
+from ros_robodata.export.label_tasks import TOOLS, write_task_files
 from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec
-from ros_robodata.export.tasks import TOOLS, write_task_files
-from ros_robodata.export.taxonomy import load_taxonomy
+from ros_robodata.labeling.taxonomy import load_taxonomy
 from ros_robodata.paths import config_path
 from ros_robodata.vocabulary import parse_duration
 
@@ -89,7 +89,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_live(args: argparse.Namespace) -> int:
-    exporter = require_ros('frame_exporter', 'live export')
+    exporter = require_ros('frame_exporter_node', 'live export')
     return exporter.main(node_arguments({
         'profile': args.profile, 'out': args.out, 'every': args.every if not args.every_n else '',
         'every_n': args.every_n, 'cameras': args.cameras, 'lidar': args.lidar, 'format': args.format,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ros_robodata.cli.common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
+from ros_robodata.cli.command_common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
 from ros_robodata.dataset import Dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.lerobot import LeRobotOptions, Policy, export_lerobot, parse_ratio, parse_split
-from ros_robodata.export.lerobot.video import CODECS
+from ros_robodata.export.lerobot.lerobot_video import CODECS
 from ros_robodata.vocabulary import OUTCOMES
 
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.cli.common import (
+from ros_robodata.cli.command_common import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_PARTIAL,
@@ -210,7 +210,7 @@ def _then(dataset: Dataset, profile: Profile | None, episode_ids: list[str], ste
         if not quiet:
             stdout.print(f'segmented: {out["segment"]}', markup=False)
     if 'score' in steps:
-        from ros_robodata.quality.score import score_episodes
+        from ros_robodata.quality.scoring import score_episodes
 
         run = score_episodes(dataset, profile, episode_ids)
         out['score'] = {i: s.report.score for i, s in run.scores.items()} | {i: r for i, r in run.failed.items()}

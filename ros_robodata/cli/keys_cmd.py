@@ -24,4 +24,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return require_ros('keys', 'the keyboard').keys(node_arguments({'recorder': args.recorder}, 'robodata keys'))
+    return require_ros('keys_node', 'the keyboard').keys(node_arguments({'recorder': args.recorder}, 'robodata keys'))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ros_robodata.cli.common import print_json
+from ros_robodata.cli.command_common import print_json
 from ros_robodata.errors import RobodataError
 from ros_robodata.launch_files.check import PACKAGE, check_launch_file, find_package_root
 

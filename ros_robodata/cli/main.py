@@ -16,12 +16,12 @@ from ros_robodata.cli import (
     demo_cmd,
     export_cmd,
     import_cmd,
-    info,
+    info_cmd,
     keys_cmd,
     launch_cmd,
     profile_cmd,
     record_cmd,
-    repair,
+    repair_cmd,
     replay_cmd,
     report_cmd,
     review_cmd,
@@ -46,10 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('--version', action='version', version=f'ros_robodata {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
-    info.add_parser(sub)
+    info_cmd.add_parser(sub)
     dataset_cmds.add_parsers(sub)
     import_cmd.add_parser(sub)
-    repair.add_parser(sub)
+    repair_cmd.add_parser(sub)
     profile_cmd.add_parser(sub)
     launch_cmd.add_parser(sub)
     record_cmd.add_parser(sub)

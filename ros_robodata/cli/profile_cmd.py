@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from ros_robodata.cli.common import print_json, stdout
+from ros_robodata.cli.command_common import print_json, stdout
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 from ros_robodata.profile.defaults import profile_keys

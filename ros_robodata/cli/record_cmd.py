@@ -40,4 +40,4 @@ def recording_parameters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    return require_ros('recorder', 'recording').main(node_arguments(recording_parameters(args), 'robodata record'))
+    return require_ros('recorder_node', 'recording').main(node_arguments(recording_parameters(args), 'robodata record'))

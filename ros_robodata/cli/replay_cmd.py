@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
     folder = episode_folder(args.target, args.episode)
     if not folder.exists():
         raise RobodataError(f'{folder}: no such episode or bag')
-    player = require_ros('player', 'replay')
-    from ros_robodata.nodes.session import parameters
+    player = require_ros('player_node', 'replay')
+    from ros_robodata.nodes.session_node import parameters
 
     with tempfile.TemporaryDirectory(prefix='robodata-replay-') as scratch:
         overlay: list[str] | None = None

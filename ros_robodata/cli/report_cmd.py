@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ros_robodata.cli.common import (
+from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,
@@ -17,7 +17,7 @@ from ros_robodata.cli.common import (
     stdout,
 )
 from ros_robodata.errors import RobodataError
-from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
+from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE
 from ros_robodata.report import REPORT_FILE, write_report
 
 

@@ -8,15 +8,15 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import print_json, progress, stderr, stdout
+from ros_robodata.cli.command_common import print_json, progress, stderr, stdout
 from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.errors import DatasetError, RobodataError
-from ros_robodata.export.taxonomy import Taxonomy, load_taxonomy
+from ros_robodata.labeling.labels_file import FORMATS
+from ros_robodata.labeling.taxonomy import Taxonomy, load_taxonomy
 from ros_robodata.paths import config_path
 from ros_robodata.review.agreement import Agreement, Thresholds, agreement, write_disagreements
 from ros_robodata.review.apply import current_labels, import_annotations
-from ros_robodata.review.importers import FORMATS
 from ros_robodata.review.machine import machine_report
 from ros_robodata.vocabulary import parse_duration
 
@@ -143,7 +143,7 @@ def _taxonomy(path: str | None) -> Taxonomy:
 
 def run_push(args: argparse.Namespace) -> int:
     from ros_robodata.review.label_studio.client import read_token
-    from ros_robodata.review.label_studio.sync import push, review_dir
+    from ros_robodata.review.label_studio.server_sync import push, review_dir
 
     dataset = _dataset(args.dataset)
     token = read_token(args.token_file)
@@ -171,7 +171,7 @@ def run_push(args: argparse.Namespace) -> int:
 
 def run_pull(args: argparse.Namespace) -> int:
     from ros_robodata.review.label_studio.client import read_token
-    from ros_robodata.review.label_studio.sync import pull
+    from ros_robodata.review.label_studio.server_sync import pull
 
     dataset = _dataset(args.dataset)
     result = pull(dataset, url=args.label_studio, project=args.project, token=read_token(args.token_file),

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import (
+from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,
@@ -20,7 +20,7 @@ from ros_robodata.cli.common import (
 )
 from ros_robodata.dataset.targets import as_target, profile_for
 from ros_robodata.errors import RobodataError
-from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE, score, skipped_checks
+from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE, score, skipped_checks
 
 
 def add_parser(sub: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import (
+from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ros_robodata.cli.common import EXIT_OK, add_filters, add_json, add_target, filters_from, print_json, progress
+from ros_robodata.cli.command_common import (
+    EXIT_OK,
+    add_filters,
+    add_json,
+    add_target,
+    filters_from,
+    print_json,
+    progress,
+)
 from ros_robodata.console import stderr, stdout
 from ros_robodata.selection import DEFAULT_BUDGET, MIN_SCORE, QUEUE_FILE, REVIEW_DIR, select_for_review
 

@@ -34,11 +34,11 @@ def add_monitor_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_monitor(args: argparse.Namespace) -> int:
-    return require_ros('session', 'monitoring').run_monitor(args.profile, images=not args.no_images,
+    return require_ros('session_node', 'monitoring').run_monitor(args.profile, images=not args.no_images,
                                                              use_sim_time=args.use_sim_time)
 
 
 def run(args: argparse.Namespace) -> int:
-    session = require_ros('session', 'a session')
+    session = require_ros('session_node', 'a session')
     return session.run_session(**recording_parameters(args), segment=not args.no_segmenter,
                                monitor=not args.no_monitor)

@@ -53,4 +53,4 @@ def sim_parameters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    return require_ros('sim_cell', 'the simulated cell').main(node_arguments(sim_parameters(args), 'robodata sim'))
+    return require_ros('sim_cell_node', 'the simulated cell').main(node_arguments(sim_parameters(args), 'robodata sim'))

@@ -2,10 +2,10 @@
 and recordings made elsewhere brought in (import, split, watch) or put right (repair)."""
 
 from ros_robodata.dataset.dataset import Dataset, Problem, is_dataset
+from ros_robodata.dataset.dataset_repair import Repaired, repair_dataset, repair_episode
 from ros_robodata.dataset.describe import describe
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.importer import Imported, ImportOptions, ImportRun, import_recording, import_recordings
-from ros_robodata.dataset.repair import Repaired, repair_dataset, repair_episode
 from ros_robodata.dataset.sources import Recording, content_id, find_recordings
 from ros_robodata.dataset.split import SplitSpec, Window
 from ros_robodata.dataset.targets import Filters, Item, Target, prepare, resolve, select

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.bag.bag_repair import repair_bag
 from ros_robodata.bag.reader import BagReader, TopicInfo
-from ros_robodata.bag.repair import repair_bag
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, check_episode_id
 from ros_robodata.dataset.episode_stats import (

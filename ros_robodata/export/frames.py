@@ -36,15 +36,7 @@ from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare, why_none
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.offline import read_events_file
-from ros_robodata.export.manifest import (
-    EPISODE_FORMAT,
-    FRAMES_FILE,
-    build_manifest,
-    episode_is_current,
-    refresh_manifest,
-    write_json_atomic,
-)
-from ros_robodata.export.plan import (
+from ros_robodata.export.export_plan import (
     GRIPPER,
     JOINT_STATES,
     ExportOptions,
@@ -53,8 +45,16 @@ from ros_robodata.export.plan import (
     plan_export,
     sanitize_name,
 )
+from ros_robodata.export.manifest import (
+    EPISODE_FORMAT,
+    FRAMES_FILE,
+    build_manifest,
+    episode_is_current,
+    refresh_manifest,
+    write_json_atomic,
+)
 from ros_robodata.export.schedule import FrameScheduler
-from ros_robodata.export.sync import Frame, Match, Sample, Synchronizer
+from ros_robodata.export.sensor_pairing import Frame, Match, Sample, Synchronizer
 from ros_robodata.files import replace_folder, safe_path, write_atomic
 from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir
 from ros_robodata.profile import Profile

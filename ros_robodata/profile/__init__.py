@@ -7,7 +7,7 @@ annotations, so adding a key means adding a field with a default and a comment. 
 type ride on the field (`_rule`) or, when they involve several keys, in the class's `_validate`.
 """
 
-from ros_robodata.profile.load import load_profile, profile_from_dict
+from ros_robodata.profile.profile_file import load_profile, profile_from_dict
 from ros_robodata.profile.schema import (
     COMPRESSED_IMAGE,
     IMAGE,

@@ -14,17 +14,17 @@ _EXPORTS = {
     'ERROR': 'ros_robodata.quality.findings',
     'WARN': 'ros_robodata.quality.findings',
     'Finding': 'ros_robodata.quality.findings',
-    'EpisodeQuality': 'ros_robodata.quality.episode',
-    'EpisodeReport': 'ros_robodata.quality.episode',
-    'score_of': 'ros_robodata.quality.episode',
-    'QUALITY_FILE': 'ros_robodata.quality.score',
-    'SUMMARY_FILE': 'ros_robodata.quality.score',
-    'EpisodeScore': 'ros_robodata.quality.score',
-    'ScoreRun': 'ros_robodata.quality.score',
-    'score_bag': 'ros_robodata.quality.score',
-    'score_episodes': 'ros_robodata.quality.score',
-    'score_items': 'ros_robodata.quality.score',
-    'skipped_checks': 'ros_robodata.quality.score',
+    'EpisodeQuality': 'ros_robodata.quality.episode_checks',
+    'EpisodeReport': 'ros_robodata.quality.episode_checks',
+    'score_of': 'ros_robodata.quality.episode_checks',
+    'QUALITY_FILE': 'ros_robodata.quality.scoring',
+    'SUMMARY_FILE': 'ros_robodata.quality.scoring',
+    'EpisodeScore': 'ros_robodata.quality.scoring',
+    'ScoreRun': 'ros_robodata.quality.scoring',
+    'score_bag': 'ros_robodata.quality.scoring',
+    'score_episodes': 'ros_robodata.quality.scoring',
+    'score_items': 'ros_robodata.quality.scoring',
+    'skipped_checks': 'ros_robodata.quality.scoring',
     'silence': 'ros_robodata.quality.timing',
 }
 
@@ -43,9 +43,9 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
+    from ros_robodata.quality.episode_checks import EpisodeQuality, EpisodeReport, score_of
     from ros_robodata.quality.findings import ERROR, WARN, Finding
-    from ros_robodata.quality.score import (
+    from ros_robodata.quality.scoring import (
         QUALITY_FILE,
         SUMMARY_FILE,
         EpisodeScore,

@@ -20,7 +20,7 @@ import numpy as np
 from ros_robodata.bag.reader import BagMessage
 from ros_robodata.quality.batch_checks import feed_gripper, feed_sync, feed_timing, feed_wrench
 from ros_robodata.quality.batch_motion import MotionRun, feed_motion
-from ros_robodata.quality.episode import _CAMERA, _COMMAND, _JOINTS, _URDF, _WRENCH, UNREADABLE, EpisodeQuality
+from ros_robodata.quality.episode_checks import _CAMERA, _COMMAND, _JOINTS, _URDF, _WRENCH, UNREADABLE, EpisodeQuality
 from ros_robodata.signals import header_stamp_ns, read_gripper, read_joints, read_wrench
 from ros_robodata.signals.cdr_batch import joint_states_of, stamps_of, wrenches_of
 

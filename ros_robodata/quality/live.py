@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.profile import Profile
-from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport
+from ros_robodata.quality.episode_checks import EpisodeQuality, EpisodeReport
 from ros_robodata.quality.images import CameraWatch, ImageLimits
 from ros_robodata.quality.timing import silence
 

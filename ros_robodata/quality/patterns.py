@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.dataset.episode import Episode
-from ros_robodata.quality.episode import EpisodeReport
+from ros_robodata.quality.episode_checks import EpisodeReport
 from ros_robodata.quality.findings import INFO, WARN, Finding
 from ros_robodata.quality.joint_stop import explain_stuck
 

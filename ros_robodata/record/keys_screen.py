@@ -3,7 +3,7 @@
 The operator at a rig has one hand on the teleop device and glances at a terminal, often over
 SSH. So the screen is a few lines of plain text, and every decision behind it (what space means
 right now, which warnings are still current, how long the episode has run) lives here, fed with
-plain data, so it is tested without a recorder. The node (ros_robodata/nodes/keys.py) only feeds
+plain data, so it is tested without a recorder. The node (ros_robodata/nodes/keys_node.py) only feeds
 it events, diagnostics, quality results and service replies, and sends the requests it returns.
 
 The recorder is the authority: the screen never assumes a request worked until the recorder's

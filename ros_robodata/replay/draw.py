@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import cv2
 import numpy as np
 
-from ros_robodata.export.taxonomy import Taxonomy, default_color
+from ros_robodata.labeling.taxonomy import Taxonomy, default_color
 from ros_robodata.quality.findings import ERROR, INFO, WARN
 from ros_robodata.replay.episode_view import Moment, Shape
 

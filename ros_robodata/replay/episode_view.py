@@ -25,7 +25,7 @@ from ros_robodata.dataset.label import BOX, POLYGON, SEGMENT, Label
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import EVENTS_FILE, read_events_file
 from ros_robodata.quality.findings import ERROR, INFO, SEVERITIES, WARN, Finding
-from ros_robodata.quality.score import QUALITY_FILE
+from ros_robodata.quality.scoring import QUALITY_FILE
 
 EVENT_HOLD_NS = 2_000_000_000  # an event stays the headline this long after it happened
 FLAG_PAD_NS = 250_000_000  # a finding that fired on one sample shows this long either side of it

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.errors import ReplayError
-from ros_robodata.replay.plan import PlayedTopic, parse_remaps, plan_topics
 from ros_robodata.replay.playback import PlaybackClock, next_event, previous_event
+from ros_robodata.replay.replay_plan import PlayedTopic, parse_remaps, plan_topics
 
 # Read-ahead: at most this many bytes or messages waiting per lane (a second of three VGA cameras is ~80 MB).
 _AHEAD_BYTES = 96 * 1024 * 1024

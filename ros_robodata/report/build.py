@@ -17,8 +17,8 @@ from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
 from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
+from ros_robodata.report.report_signals import read_signals
 from ros_robodata.report.scores import ScoredEpisode, load_scores
-from ros_robodata.report.signals import read_signals
 
 REPORT_FILE = 'report.html'
 Progress = Callable[[Iterable[Any]], Iterator[Any]]
@@ -77,7 +77,7 @@ def _review_queue(dataset: Dataset) -> tuple[dict[str, Any] | None, str | None]:
 def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, workers: int = 1,
                  detail: int | None = None, progress: Progress | None = None, force: bool = False) -> ReportResult:
     """Score bags on their own in memory (nothing is written beside them), then report on them into `out`."""
-    from ros_robodata.quality.score import score_items
+    from ros_robodata.quality.scoring import score_items
 
     check_report_file(out, force=force)
     run = score_items(items, profile, workers=workers)

@@ -8,8 +8,8 @@ import math
 from typing import Any
 
 from ros_robodata.profile import Profile
+from ros_robodata.report.report_signals import EpisodeSignals
 from ros_robodata.report.scores import ScoredEpisode
-from ros_robodata.report.signals import EpisodeSignals
 
 MAX_SPANS = 300  # shaded ranges per finding in a figure (a finding may hold thousands)
 ERROR_COLOR, WARN_COLOR = '#d62728', '#f0a020'

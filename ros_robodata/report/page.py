@@ -10,8 +10,8 @@ from typing import Any
 from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.outputs import REPORT_MARK
 from ros_robodata.report.queue_section import queue_html
+from ros_robodata.report.report_signals import Thumbnail
 from ros_robodata.report.scores import ScoredEpisode
-from ros_robodata.report.signals import Thumbnail
 from ros_robodata.version import __version__
 
 

@@ -12,7 +12,7 @@ from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.targets import Filters, Target, select
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import EVENTS_FILE
-from ros_robodata.quality.score import QUALITY_FILE, SUMMARY_FILE
+from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The review loop's second half: human labels into the dataset and what they say.
 
-`label` (one label: kind, class path or verdict, annotator, time, source), `store` (episodes/<id>/annotations.json,
-append-only in revisions, audit.jsonl), `importers` (Label Studio JSON, CVAT video and images 1.1, COCO), `apply`
+The label (`dataset.label`), the annotations store (`dataset.annotations`: episodes/<id>/annotations.json,
+append-only in revisions, audit.jsonl) and the tools' file formats (`labeling`: Label Studio JSON, CVAT video and
+images 1.1, COCO) sit lower down; here: `apply`
 (labels into a dataset, all or nothing; the catalog's reviewed outcome), `agreement` (annotators against each
 other; review/disagreements.json), `machine` (the segmenter and success verdict against reviewed labels),
 `label_studio` (push episodes to a Label Studio project and pull the annotations, through label-studio-sdk).

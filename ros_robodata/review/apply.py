@@ -17,8 +17,8 @@ from ros_robodata.dataset.audit import check_audit_writable
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.label import Label
 from ros_robodata.errors import DatasetError
-from ros_robodata.export.taxonomy import Taxonomy
-from ros_robodata.review.importers import read_annotation_file
+from ros_robodata.labeling.labels_file import read_annotation_file
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 
 @dataclass

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.faults import Fault, FaultInjector
 from ros_robodata.sim.operator import CONTROL_DT, Command, Observation, ScriptedOperator
-from ros_robodata.sim.plan import plan_for
+from ros_robodata.sim.outcome_plan import plan_for
 from ros_robodata.sim.scene import (
     ARM_JOINTS,
     FINGER_JOINT,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ros_robodata.sim.plan import FAILURE, MISS, SLIP, EpisodePlan
+from ros_robodata.sim.outcome_plan import FAILURE, MISS, SLIP, EpisodePlan
 from ros_robodata.sim.scene import FINGER_CLOSED, FINGER_OPEN, MAX_GRIP_N, TABLE_TOP, SceneParams
 from ros_robodata.sim.tremor import Tremor
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.cell import SimCell
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.scene_assets import SceneAssets, prepare_scene

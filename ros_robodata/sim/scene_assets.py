@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.scene import SceneParams, build_mjcf, sample_scene
 from ros_robodata.sim.sensors import Cameras
 

@@ -15,7 +15,7 @@ import numpy as np
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.profile import Profile
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.cell import SimCell
 
 _TYPES = {S.JOINT_STATES: 'sensor_msgs/msg/JointState', S.GRIPPER: 'sensor_msgs/msg/JointState',

@@ -27,12 +27,12 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import ExportError, RobodataError
 from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.card import write_card
-from ros_robodata.export.lerobot.files import ExportFiles
 from ros_robodata.export.lerobot.frame_labels import flags_per_tick, kept_runs, labels_per_tick
+from ros_robodata.export.lerobot.lerobot_files import ExportFiles
+from ros_robodata.export.lerobot.lerobot_video import CODECS, even_size
 from ros_robodata.export.lerobot.meta import write_meta
 from ros_robodata.export.lerobot.policy import Candidate, Policy, Selection, select
 from ros_robodata.export.lerobot.sampling import ACTION_TYPES, EpisodeGrid, grid_episode
-from ros_robodata.export.lerobot.video import CODECS, even_size
 from ros_robodata.profile import Profile
 from ros_robodata.version import __version__
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.export.lerobot import stats
-from ros_robodata.export.lerobot.files import ExportFiles
+from ros_robodata.export.lerobot.lerobot_files import ExportFiles
 from ros_robodata.export.lerobot.policy import Selection
 from ros_robodata.export.lerobot.sampling import NEXT_STATE
 from ros_robodata.profile import JOINT_STATE, Profile

@@ -22,8 +22,8 @@ from ros_robodata.dataset.label import VERDICTS
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.frames import ExportOptions, export_items
 from ros_robodata.export.schedule import ScheduleSpec
-from ros_robodata.export.tasks.frames import DEFAULT_BASE_URL, episode_fps
-from ros_robodata.export.tasks.label_studio import (
+from ros_robodata.labeling.label_studio_labels import VERDICT_CONTROL
+from ros_robodata.labeling.label_studio_tasks import (
     episode_sequences,
     label_studio_image_config,
     label_studio_tasks,
@@ -31,8 +31,8 @@ from ros_robodata.export.tasks.label_studio import (
     video_path,
     write_episode_video,
 )
-from ros_robodata.export.taxonomy import Taxonomy
-from ros_robodata.review.importers.label_studio import VERDICT_CONTROL
+from ros_robodata.labeling.task_frames import DEFAULT_BASE_URL, episode_fps
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 MODEL_VERSION = 'robodata-segmenter'
 

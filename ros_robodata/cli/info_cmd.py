@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ros_robodata.cli.common import add_json, add_target, human_bytes, print_json, resolve, stdout
+from ros_robodata.cli.command_common import add_json, add_target, human_bytes, print_json, resolve, stdout
 from ros_robodata.dataset.describe import describe
 
 

@@ -42,7 +42,7 @@ from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
-from ros_robodata.nodes.common import declare
+from ros_robodata.nodes.node_runtime import declare
 from ros_robodata.record.keys_screen import KeysScreen, Request, fit, redraw
 from ros_robodata.srv import SetOutcome, StartEpisode
 

@@ -24,7 +24,7 @@ from std_srvs.srv import Trigger
 from ros_robodata.dataset import Dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
-from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.nodes.node_runtime import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.profile.schema import IMAGE
 from ros_robodata.quality.timing import silence

@@ -11,10 +11,10 @@ from pathlib import Path
 from ros_robodata import untrusted
 from ros_robodata.dataset.label import Label
 from ros_robodata.errors import AnnotationError, RobodataError
-from ros_robodata.export.taxonomy import Taxonomy
-from ros_robodata.review.importers.coco import coco_labels
-from ros_robodata.review.importers.cvat import image_labels, is_cvat, read_xml, video_labels
-from ros_robodata.review.importers.label_studio import labels_from_tasks
+from ros_robodata.labeling.coco_labels import coco_labels
+from ros_robodata.labeling.cvat_labels import image_labels, is_cvat, read_xml, video_labels
+from ros_robodata.labeling.label_studio_labels import labels_from_tasks
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 FORMATS = ('label_studio', 'cvat_video', 'cvat_images', 'coco')
 

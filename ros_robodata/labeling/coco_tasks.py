@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ros_robodata.export.tasks.frames import MANIFEST_FORMAT, camera_images
-from ros_robodata.export.taxonomy import Taxonomy
+from ros_robodata.labeling.task_frames import MANIFEST_FORMAT, camera_images
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 
 def coco_skeleton(manifest: Mapping[str, Any], taxonomy: Taxonomy, *, root: Path) -> dict[str, Any]:

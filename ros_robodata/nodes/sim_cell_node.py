@@ -32,10 +32,10 @@ from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
-from ros_robodata.nodes.common import StopRequest, declare, run_nodes
+from ros_robodata.nodes.node_runtime import StopRequest, declare, run_nodes
 from ros_robodata.nodes.sim_pace import PaceWatch
 from ros_robodata.profile import Profile, load_profile
-from ros_robodata.sim import samples as S
+from ros_robodata.sim import sim_samples as S
 from ros_robodata.sim.faults import FAULT_SYNTAX, parse_fault
 from ros_robodata.sim.rig import STARTS, RigEvent, SimRig
 from ros_robodata.srv import SetOutcome, StartEpisode

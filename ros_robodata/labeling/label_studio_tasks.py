@@ -11,7 +11,8 @@ from urllib.parse import quote
 import cv2
 
 from ros_robodata.errors import TaskFileError
-from ros_robodata.export.tasks.frames import (
+from ros_robodata.files import replace_unless_same
+from ros_robodata.labeling.task_frames import (
     DEFAULT_BASE_URL,
     CameraImage,
     _episode_order,
@@ -20,8 +21,7 @@ from ros_robodata.export.tasks.frames import (
     camera_images,
     episode_fps,
 )
-from ros_robodata.export.taxonomy import Taxonomy
-from ros_robodata.files import replace_unless_same
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 _IMAGE_TAGS = {'bbox': 'RectangleLabels', 'polygon': 'PolygonLabels', 'keypoints': 'KeyPointLabels'}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ros_robodata import untrusted
 from ros_robodata.dataset.label import BOX, POLYGON, TAG, Label, Source, class_path
 from ros_robodata.errors import AnnotationError, RobodataError
-from ros_robodata.review.importers.episodes import episode_of, frame_index, sensor_of
+from ros_robodata.labeling.frame_names import episode_of, frame_index, sensor_of
 
 
 def read_xml(path: Path) -> ET.Element:

@@ -11,10 +11,10 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ros_robodata.nodes.common import run_nodes
-from ros_robodata.nodes.quality_monitor import QualityMonitorNode
-from ros_robodata.nodes.recorder import RecorderNode
-from ros_robodata.nodes.segmenter import SegmenterNode
+from ros_robodata.nodes.node_runtime import run_nodes
+from ros_robodata.nodes.quality_monitor_node import QualityMonitorNode
+from ros_robodata.nodes.recorder_node import RecorderNode
+from ros_robodata.nodes.segmenter_node import SegmenterNode
 from ros_robodata.record.priority import INTAKE_NICENESS, lower_this_thread
 
 

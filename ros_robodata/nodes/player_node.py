@@ -1,7 +1,7 @@
 """Node `player`: an episode (or any bag) played back into ROS at its recorded timing, for review.
 
 The bytes are the bag's own CDR (never decoded, so header stamps and every field are as recorded), each topic
-with the QoS it was recorded with (ros_robodata.replay.plan). Services, named as rosbag2's player names them:
+with the QoS it was recorded with (ros_robodata.replay.replay_plan). Services, named as rosbag2's player names them:
 ~/pause, ~/resume, ~/toggle_paused, ~/play_next (std_srvs/Trigger), ~/seek (ros_robodata/srv/Seek, a bag time),
 ~/set_rate (ros_robodata/srv/SetRate); plus ~/next_event and ~/previous_event (std_srvs/Trigger) through the
 episode's events.json. With `clock` > 0 it publishes /clock for nodes on use_sim_time.
@@ -26,10 +26,10 @@ from rosgraph_msgs.msg import Clock
 from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
-from ros_robodata.nodes.common import StopRequest, declare, message_class, run_nodes, use_rig_transport
-from ros_robodata.replay.keys import HELP, press, split_keys, status_line
-from ros_robodata.replay.plan import PlayedTopic
+from ros_robodata.nodes.node_runtime import StopRequest, declare, message_class, run_nodes, use_rig_transport
 from ros_robodata.replay.player import Replay, ReplayOptions
+from ros_robodata.replay.replay_keys import HELP, press, split_keys, status_line
+from ros_robodata.replay.replay_plan import PlayedTopic
 from ros_robodata.replay.source import ReplaySource, find_source
 from ros_robodata.srv import Seek, SetRate
 
@@ -181,7 +181,7 @@ def play(nodes: list[Node], executor: Any, stop: StopRequest, *, keys: bool = Tr
     player.start()
     terminal = None
     if keys and os.isatty(sys.stdin.fileno()):
-        from ros_robodata.nodes.keys import Terminal
+        from ros_robodata.nodes.keys_node import Terminal
 
         terminal = Terminal(sys.stdin, sys.stderr)
     said = ''
@@ -219,7 +219,7 @@ def run_player(parameters: list[Parameter], *, overlay: list[str] | None = None,
     use_rig_transport()
     drawing = None
     if overlay is not None:
-        drawing = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.overlay', *overlay[1:]],
+        drawing = subprocess.Popen([sys.executable, '-m', 'ros_robodata.nodes.overlay_node', *overlay[1:]],
                                    stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         return run_nodes([lambda: PlayerNode(parameter_overrides=parameters)], [program],

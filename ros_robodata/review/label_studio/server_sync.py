@@ -19,11 +19,11 @@ from typing import Any
 from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import DatasetError, RobodataError
-from ros_robodata.export.taxonomy import Taxonomy
 from ros_robodata.files import write_json
+from ros_robodata.labeling.label_studio_labels import labels_from_tasks
+from ros_robodata.labeling.taxonomy import Taxonomy
 from ros_robodata.review.agreement import Agreement, Thresholds, agreement, write_disagreements
 from ros_robodata.review.apply import Applied, apply_labels, current_labels
-from ros_robodata.review.importers.label_studio import labels_from_tasks
 from ros_robodata.review.label_studio.client import call
 from ros_robodata.review.label_studio.tasks import frame_tasks, frames_config, review_config, timeline_tasks
 

@@ -23,7 +23,7 @@ from ros_robodata.events.stroke import Stroke
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.batch_pass import BatchQuality
-from ros_robodata.quality.episode import EpisodeQuality, EpisodeReport, score_of
+from ros_robodata.quality.episode_checks import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
 from ros_robodata.quality.patterns import (
     explain_jumps_over_dataset,

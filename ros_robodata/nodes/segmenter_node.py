@@ -33,7 +33,7 @@ from ros_robodata.events.calibration import SESSION, Priors, pool_priors, write_
 from ros_robodata.events.event import Event
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
-from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.nodes.node_runtime import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.profile.schema import FLOAT64, JOINT_STATE
 from ros_robodata.vocabulary import EVENT_COLOURS

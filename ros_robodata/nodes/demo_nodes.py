@@ -28,12 +28,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ros_robodata.console import stderr
 from ros_robodata.errors import RobodataError
-from ros_robodata.nodes.common import make_executor
-from ros_robodata.nodes.quality_monitor import QualityMonitorNode
-from ros_robodata.nodes.recorder import RecorderNode
-from ros_robodata.nodes.segmenter import SegmenterNode
-from ros_robodata.nodes.session import parameters
-from ros_robodata.nodes.sim_cell import SimCellNode
+from ros_robodata.nodes.node_runtime import make_executor
+from ros_robodata.nodes.quality_monitor_node import QualityMonitorNode
+from ros_robodata.nodes.recorder_node import RecorderNode
+from ros_robodata.nodes.segmenter_node import SegmenterNode
+from ros_robodata.nodes.session_node import parameters
+from ros_robodata.nodes.sim_cell_node import SimCellNode
 from ros_robodata.paths import config_path
 
 TASK = 'pick_place_cube'
@@ -193,7 +193,7 @@ class _Demo:
         from ros_robodata.dataset import Dataset
         from ros_robodata.errors import RobodataError
         from ros_robodata.events.offline import segment_episode
-        from ros_robodata.quality.score import score_episodes
+        from ros_robodata.quality.scoring import score_episodes
 
         dataset = Dataset.open(self.dataset_root)
         profile = dataset.profile

@@ -15,8 +15,8 @@ from typing import Any
 from ros_robodata import untrusted
 from ros_robodata.dataset.label import BOX, POLYGON, Label, Source, class_path
 from ros_robodata.errors import AnnotationError, RobodataError
-from ros_robodata.export.taxonomy import Taxonomy
-from ros_robodata.review.importers.episodes import episode_of, frame_index, sensor_of
+from ros_robodata.labeling.frame_names import episode_of, frame_index, sensor_of
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 
 def is_coco(data: Any) -> bool:

@@ -42,10 +42,9 @@ from typing import Any
 
 from ros_robodata.errors import TaskFileError
 from ros_robodata.export.ledger import Ledger
-from ros_robodata.export.tasks.coco import coco_skeleton
-from ros_robodata.export.tasks.cvat import _flat_name, cvat_task
-from ros_robodata.export.tasks.frames import DEFAULT_BASE_URL, TOOLS, camera_images, episode_fps
-from ros_robodata.export.tasks.label_studio import (
+from ros_robodata.labeling.coco_tasks import coco_skeleton
+from ros_robodata.labeling.cvat_tasks import _flat_name, cvat_task
+from ros_robodata.labeling.label_studio_tasks import (
     episode_sequences,
     label_studio_image_config,
     label_studio_tasks,
@@ -54,7 +53,8 @@ from ros_robodata.export.tasks.label_studio import (
     video_path,
     write_episode_video,
 )
-from ros_robodata.export.taxonomy import Taxonomy
+from ros_robodata.labeling.task_frames import DEFAULT_BASE_URL, TOOLS, camera_images, episode_fps
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 
 def _json_bytes(value: Any) -> bytes:

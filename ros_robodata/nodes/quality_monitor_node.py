@@ -26,9 +26,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ros_robodata.bag.image import decode_image
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
-from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.nodes.node_runtime import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
-from ros_robodata.quality.episode import EpisodeQuality, score_of
+from ros_robodata.quality.episode_checks import EpisodeQuality, score_of
 from ros_robodata.quality.live import LiveQuality, Status
 from ros_robodata.record.priority import ANALYSIS_NICENESS, lower_this_thread
 

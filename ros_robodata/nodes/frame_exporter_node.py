@@ -25,7 +25,7 @@ from ros_robodata.export.frames import EpisodeExport, ExportOptions, plan_export
 from ros_robodata.export.manifest import refresh_manifest
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.msg import EpisodeEvent
-from ros_robodata.nodes.common import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.nodes.node_runtime import TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.outputs import prepare_export_dir
 from ros_robodata.profile import load_profile
 from ros_robodata.vocabulary import parse_duration

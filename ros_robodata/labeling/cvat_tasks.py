@@ -8,8 +8,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ros_robodata.errors import TaskFileError
-from ros_robodata.export.tasks.frames import CameraImage, camera_images
-from ros_robodata.export.taxonomy import Taxonomy
+from ros_robodata.labeling.task_frames import CameraImage, camera_images
+from ros_robodata.labeling.taxonomy import Taxonomy
 
 _CVAT_SHAPES = {'bbox': 'rectangle', 'polygon': 'polygon', 'keypoints': 'points'}
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.errors import ExportError
-from ros_robodata.export.lerobot.video import VideoFile
+from ros_robodata.export.lerobot.lerobot_video import VideoFile
 
 if TYPE_CHECKING:
     from ros_robodata.export.lerobot.exporter import LeRobotOptions

@@ -30,9 +30,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ros_robodata.bag.image import decode_image
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.taxonomy import load_taxonomy
+from ros_robodata.labeling.taxonomy import load_taxonomy
 from ros_robodata.msg import EpisodeEvent, QualityStatus, SegmentEvent
-from ros_robodata.nodes.common import TopicDiscovery, declare, run_node, use_rig_transport
+from ros_robodata.nodes.node_runtime import TopicDiscovery, declare, run_node, use_rig_transport
 from ros_robodata.paths import config_path
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.findings import ERROR, WARN

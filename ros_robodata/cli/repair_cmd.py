@@ -6,9 +6,18 @@ import argparse
 import sys
 from typing import Any
 
-from ros_robodata.bag.repair import repair_bag
-from ros_robodata.cli.common import EXIT_OK, EXIT_PARTIAL, add_json, add_target, print_json, progress, resolve, stdout
-from ros_robodata.dataset.repair import DATASET_FILES, repair_dataset, repair_episode
+from ros_robodata.bag.bag_repair import repair_bag
+from ros_robodata.cli.command_common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    add_json,
+    add_target,
+    print_json,
+    progress,
+    resolve,
+    stdout,
+)
+from ros_robodata.dataset.dataset_repair import DATASET_FILES, repair_dataset, repair_episode
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
