@@ -222,10 +222,12 @@ def test_malformed_file_is_one_line_and_imports_nothing(dataset: Dataset, tmp_pa
     path = tmp_path / name
     path.write_text(BROKEN[name])
     audit_before = (dataset.root / 'audit.jsonl').read_bytes()
+    files_before = {p: p.read_bytes() for p in dataset.root.rglob('*') if p.is_file()}
     assert run(str(path), '--dataset', str(dataset.root)) == 1
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.startswith('robodata annotations: error: ') and err.count('\n') == 1, err
-    assert 'Traceback' not in err
+    assert out == '' and path.read_text() == BROKEN[name]  # the file given is left as it was
+    assert {p: p.read_bytes() for p in dataset.root.rglob('*') if p.is_file()} == files_before
     assert labels_of(dataset, A) == [] and labels_of(dataset, B) == []
     assert (dataset.root / 'audit.jsonl').read_bytes() == audit_before
 

@@ -200,7 +200,9 @@ def test_finished_with_failures_exits_3_and_bad_input_exits_1(tmp_path: Path, si
     mcap.write_bytes(b'this is no longer a bag')
     assert main(['score', str(dataset.root)]) == 3
     err = capsys.readouterr().err
-    assert 'robodata score: ep1: ' in err and 'Traceback' not in err
+    (line,) = err.strip().splitlines()  # the one episode that failed, named with its cause; ep0 was scored
+    assert line == f'robodata score: ep1: {mcap}: not an MCAP file (no MCAP magic at its start)', err
+    assert (dataset.episode_dir('ep0') / 'quality.json').is_file() and mcap.read_bytes() == b'this is no longer a bag'
     assert main(['segment', str(dataset.root)]) == 3
     assert main(['score', str(dataset.episode_dir('ep1'))]) == 1  # the one episode named: bad input
     assert capsys.readouterr().err.splitlines()[-1].startswith('robodata score: error: ')

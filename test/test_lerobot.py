@@ -72,6 +72,11 @@ def _episodes(root: Path) -> list[dict[str, Any]]:
     return pq.read_table(sorted((root / 'meta' / 'episodes').rglob('*.parquet'))).to_pylist()
 
 
+def _contents(root: Path) -> dict[Path, bytes]:
+    """Every file under `root` and its bytes: what a command that only reads it must leave as it was."""
+    return {p: p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+
+
 def _decode(path: Path) -> list[tuple[float, np.ndarray]]:
     with av.open(str(path)) as container:
         return [(float(f.pts * Fraction(f.time_base)), f.to_ndarray(format='rgb24'))
@@ -311,11 +316,14 @@ def test_round_trip_of_our_own_export(dataset: Any, export: Path, tmp_path: Path
 def test_bad_lerobot_input_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     broken = tmp_path / 'broken'
     shutil.copytree(REACHY, broken)
-    (broken / 'data' / 'chunk-000' / 'file-000.parquet').write_text(
-        'version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n')
+    pointer = broken / 'data' / 'chunk-000' / 'file-000.parquet'
+    pointer.write_text('version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n')
+    before = _contents(broken)
     assert main(['import', str(broken), '--dataset', str(tmp_path / 'd')]) == 1
     err = capsys.readouterr().err
-    assert 'Git LFS pointer' in err and 'Traceback' not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f'robodata import: error: {pointer}: ') and 'Git LFS pointer' in line, err
+    assert _contents(broken) == before and not (tmp_path / 'd').exists()
     (broken / 'meta' / 'info.json').write_text('{"codebase_version": "v3.0", "fps": 30, "features": {}}')
     assert main(['import', str(broken), '--dataset', str(tmp_path / 'd')]) == 1
     assert 'no observation.state feature' in capsys.readouterr().err
@@ -389,9 +397,11 @@ def test_a_malformed_lerobot_dataset_is_refused_in_one_line(tmp_path: Path, caps
         (broken / 'meta' / 'info.json').write_text('{"codebase_version": "v3.0", ')
     else:
         (broken / 'meta' / 'tasks.parquet').write_bytes(b'PAR1 not really')
+    before = _contents(broken)
     code = main(['import', str(broken), '--dataset', str(tmp_path / 'd')])
     err = capsys.readouterr().err
-    assert code == 1 and 'Traceback' not in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and len(err.strip().splitlines()) == 1 and err.startswith('robodata import: error: '), err
+    assert _contents(broken) == before and not (tmp_path / 'd').exists()  # refused: nothing read changed, none made
     assert str(broken) in err
     assert {'episodes_meta': 'not readable', 'ragged_state': 'not a well-formed LeRobot dataset',
             'info_not_json': 'not readable JSON', 'tasks': 'not readable'}[damage] in err
@@ -407,9 +417,12 @@ def test_damaged_sidecars_fail_their_episode_in_one_line(dataset: Any, tmp_path:
     quality['metrics']['trim'] = {'start_s': 'soon'}
     quality_path.write_text(json.dumps(quality))
     out = tmp_path / 'out'
+    before = _contents(copy)
     assert main(['export', 'lerobot', str(copy), '--out', str(out), '--trim-idle']) == 3  # finished, one failed
     err = capsys.readouterr().err
-    assert 'trim points are not numbers' in err and 'Traceback' not in err
+    (line,) = err.strip().splitlines()  # the failed episode, its file and the way out
+    assert line.startswith(f'robodata export: {_episode_id(2)}: {quality_path}: trim points are not numbers'), err
+    assert line.endswith('run robodata score again') and _contents(copy) == before, err
     kept = {e['source_episode_id']: e for e in _episodes(out)}
     assert set(kept) == {_episode_id(0), _episode_id(1)}  # unreadable labels: the episode goes without them
     assert f'`{_episode_id(2)}`: failed' in (out / 'README.md').read_text()

@@ -298,7 +298,15 @@ def test_every_command_on_a_full_or_read_only_disk_is_one_line_and_changes_nothi
             if a.startswith('SAME/') else str(source) if a == 'SOURCE' else a for a in args]
     code = main(argv)
     said = capsys.readouterr()
-    assert 'Traceback' not in said.out + said.err
+    errors = [line for line in said.err.splitlines() if line.strip()]
+    if not reads_only and fault == 'full' and args[:2] == ['export', 'frames']:
+        # frames are written episode by episode: each stops on the full disk, named; done but not all of it (3)
+        assert code == 3 and [line.split(': ')[1] for line in errors] == ['ep0', 'ep1'], said.err
+        assert all(line.startswith('robodata export: ep') and line.endswith(': cannot write: the disk is full')
+                   for line in errors), said.err
+    elif not reads_only:  # refused before it changes anything, or stopped at its first write: one line
+        assert code == 1 and said.out == '' and len(errors) == 1, said
+        assert errors[0].startswith(f'robodata {args[0]}: error: '), said.err
     if reads_only:
         assert code == 0, said
     else:
@@ -338,10 +346,18 @@ def test_a_disk_that_fills_during_a_command_is_one_line_and_leaves_nothing(
             if a.startswith('SAME/') else str(source) if a == 'SOURCE' else a for a in args]
     code = main(argv)
     said = capsys.readouterr()
-    assert 'Traceback' not in said.out + said.err
+    lines = [line for line in said.err.splitlines() if line.strip()]
     after = _hashes(small_disk)
-    if command.split()[0] in ('segment', 'score', 'select', 'set', 'catalog') and code == 0:
-        return  # it fitted: these write a few KiB
+    if command == 'segment':  # it fitted: its events.json files are a few KiB
+        assert code == 0 and lines == [], said
+        assert all((root / 'episodes' / e / 'events.json').is_file() for e in ('ep0', 'ep1'))
+        return
+    if args[:2] == ['export', 'frames']:  # each episode stops on the full disk, named: done but not all of it (3)
+        assert code == 3 and [line.split(': ')[1] for line in lines] == ['ep0', 'ep1'], said.err
+        assert all(line.startswith('robodata export: ep') and line.endswith(': cannot write: the disk is full')
+                   for line in lines), said.err
+    else:  # refused (too little room for what it must write: score, select, set, catalog rebuild, import) or stopped
+        assert code == 1 and len(lines) == 1 and lines[0].startswith(f'robodata {args[0]}: error: '), said.err
     assert code != 0, said
     errors = [line for line in said.err.splitlines() if line.strip()]
     assert errors and len(errors) <= 2 and ('full' in said.err or 'MiB is free' in said.err), said.err
