@@ -117,7 +117,7 @@ def read_write(bag: Path, out: Path) -> int:
 
 def import_into(root: Path, bag: Path, **options: object) -> list[str]:
     from ros_robodata.dataset import Dataset
-    from ros_robodata.dataset.importer import ImportOptions, import_recording
+    from ros_robodata.dataset.importers import ImportOptions, import_recording
     from ros_robodata.dataset.sources import find_recordings
     from ros_robodata.dataset.staging import import_lock
 

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ros_robodata.dataset.importer import import_recordings  # noqa: E402
+from ros_robodata.dataset.importers import import_recordings  # noqa: E402
 from ros_robodata.errors import RobodataError  # noqa: E402
 
 

@@ -237,7 +237,7 @@ def scan_cost(work: Path, count: int) -> dict[str, Any]:
     """A watcher over `count` recordings (100 robot folders of rosbag2 bags): what one scan costs at first, and
     after a restart, when it remembers what it decided."""
     from ros_robodata.dataset import Dataset
-    from ros_robodata.dataset.importer import ImportOptions
+    from ros_robodata.dataset.importers import ImportOptions
     from ros_robodata.dataset.watch import Watcher
 
     talker = ROOT / 'test' / 'data' / 'rosbag2' / 'mcap' / 'talker'

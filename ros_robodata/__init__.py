@@ -46,9 +46,9 @@ _EXPORTS = {
     'Filters': 'ros_robodata.dataset.targets',
     'Target': 'ros_robodata.dataset.targets',
     'resolve': 'ros_robodata.dataset.targets',
-    'ImportOptions': 'ros_robodata.dataset.importer',
-    'ImportRun': 'ros_robodata.dataset.importer',
-    'import_recordings': 'ros_robodata.dataset.importer',
+    'ImportOptions': 'ros_robodata.dataset.importers',
+    'ImportRun': 'ros_robodata.dataset.importers',
+    'import_recordings': 'ros_robodata.dataset.importers',
     'SplitSpec': 'ros_robodata.dataset.split',
     'repair_dataset': 'ros_robodata.dataset.dataset_repair',
     'describe': 'ros_robodata.dataset.describe',
@@ -147,7 +147,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from ros_robodata.dataset.dataset_repair import repair_dataset
     from ros_robodata.dataset.describe import describe
     from ros_robodata.dataset.episode import Episode
-    from ros_robodata.dataset.importer import ImportOptions, ImportRun, import_recordings
+    from ros_robodata.dataset.importers import ImportOptions, ImportRun, import_recordings
     from ros_robodata.dataset.split import SplitSpec
     from ros_robodata.dataset.targets import Filters, Target, resolve
     from ros_robodata.errors import BagError, DatasetError, ExportError, ProfileError, RobodataError

@@ -40,3 +40,46 @@ def test_every_file_name_is_unique_in_the_package():
         if path.name != '__init__.py':
             seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def _loops(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), counting imports inside functions too."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in graph.find_modules_directly_imported_by(module):
+            if not other.startswith('ros_robodata.'):
+                continue
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in sorted(m for m in graph.modules if m.startswith('ros_robodata.')):
+        if module not in index:
+            visit(module)
+    return groups
+
+
+def test_no_module_import_loop():
+    """Two modules that import each other (even from inside a function, or only for the type checker) are one
+    concept split in two, or an arrow pointing up."""
+    assert _loops(_graph()) == []

@@ -17,6 +17,7 @@ from mcap.reader import make_reader
 from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.audit import read_audit
+from ros_robodata.dataset.verify import verify_dataset
 from ros_robodata.profile import load_profile
 
 
@@ -581,7 +582,7 @@ def test_set_outcome_and_status_at_once(capsys, make_demo_dataset):
     assert [(e['action'], e['old'], e['new'], e['reason']) for e in new] == [
         ('set_outcome', 'unknown', 'failure', 'dropped it'), ('set_status', 'complete', 'rejected', 'dropped it')]
     assert all(e['who'] for e in new)
-    assert Dataset.open(dataset.root).verify() == []
+    assert verify_dataset(Dataset.open(dataset.root)) == []
 
 
 def test_set_rejects_an_unknown_outcome(tmp_path, make_demo_dataset):

@@ -206,3 +206,24 @@ def test_finished_with_failures_exits_3_and_bad_input_exits_1(tmp_path: Path, si
     assert main(['segment', str(dataset.root)]) == 3
     assert main(['score', str(dataset.episode_dir('ep1'))]) == 1  # the one episode named: bad input
     assert capsys.readouterr().err.splitlines()[-1].startswith('robodata score: error: ')
+
+
+def test_import_then_segments_and_scores_as_the_commands_do(tmp_path: Path, sim_bags: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`import --then segment,score`: the new episodes get events.json and quality.json, and the scores it reports
+    are the catalog's, the same `robodata score` then writes for them."""
+    code = main(['import', str(sim_bags), '--dataset', str(tmp_path / 'ds'), '--profile', str(PROFILE),
+                 '--then', 'segment,score', '--json'])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    dataset = Dataset.open(tmp_path / 'ds')
+    ids = sorted(dataset.episode_ids())
+    assert sorted(out['then']['segment']) == ids and sorted(out['then']['score']) == ids
+    for episode_id in ids:
+        events = json.loads((dataset.episode_dir(episode_id) / 'events.json').read_text())
+        assert out['then']['segment'][episode_id] == len(events['events'])
+        assert (dataset.episode_dir(episode_id) / 'quality.json').is_file()
+    assert {row.id: row.score for row in dataset.list()} == out['then']['score']
+    assert main(['import', str(sim_bags), '--dataset', str(tmp_path / 'ds'), '--then', 'label']) == 1
+    assert capsys.readouterr().err.strip() == ('robodata import: error: --then: unknown step(s) label (any of '
+                                               'segment, score)')

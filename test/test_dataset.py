@@ -17,6 +17,7 @@ import yaml
 from ros_robodata.dataset import Dataset, Episode, is_dataset
 from ros_robodata.dataset.audit import read_audit
 from ros_robodata.dataset.catalog import SCHEMA_VERSION
+from ros_robodata.dataset.verify import verify_dataset
 from ros_robodata.errors import DatasetError
 from ros_robodata.profile import load_profile, profile_from_dict
 from ros_robodata.version import __version__
@@ -323,14 +324,14 @@ def test_valid_episode_ids(tmp_path, good_id):
 
 def test_verify_a_clean_dataset(make_demo_dataset):
     dataset = make_demo_dataset([{'outcome': 'success'}, {'status': 'approved'}, {'status': 'recording'}])
-    assert dataset.verify() == []
-    assert Dataset.open(dataset.root).verify() == []
+    assert verify_dataset(dataset) == []
+    assert verify_dataset(Dataset.open(dataset.root)) == []
 
 
 def test_record_checksums(make_demo_dataset):
     dataset = make_demo_dataset([{'checksums': False}])
     (episode_id,) = dataset.episode_ids()
-    assert [str(p) for p in dataset.verify()] == [f'{episode_id}: no checksums recorded for its bag']
+    assert [str(p) for p in verify_dataset(dataset)] == [f'{episode_id}: no checksums recorded for its bag']
     episode = dataset.record_checksums(episode_id, who='kim')
     names = {p.name for p in dataset.bag_files(episode_id)}
     assert set(episode.bag_sha256) == names
@@ -340,7 +341,7 @@ def test_record_checksums(make_demo_dataset):
     last = audit_lines(dataset)[-1]
     assert (last['action'], last['episode'], last['who'], last['files']) == (
         'record_checksums', episode_id, 'kim', sorted(names))
-    assert dataset.verify() == []
+    assert verify_dataset(dataset) == []
 
 
 def _flip_a_bag_byte(dataset: Dataset, episode_id: str) -> None:
@@ -392,9 +393,9 @@ DAMAGES = [
 def test_verify_reports_each_problem(make_demo_dataset, damage, expected):
     dataset = make_demo_dataset([{'outcome': 'success'}, {'outcome': 'success'}, {'outcome': 'success'}])
     damaged = dataset.episode_ids()[1]
-    assert dataset.verify() == []
+    assert verify_dataset(dataset) == []
     damage(dataset, damaged)
-    problems = dataset.verify()
+    problems = verify_dataset(dataset)
     assert len(problems) == 1, problems
     assert problems[0].episode == damaged
     assert re.search(expected, problems[0].what), problems[0].what
@@ -405,7 +406,7 @@ def test_verify_reports_a_bag_with_no_files(make_demo_dataset):
     dataset = make_demo_dataset(1)
     (episode_id,) = dataset.episode_ids()
     shutil.rmtree(dataset.bag_dir(episode_id))
-    assert [str(p) for p in dataset.verify()] == [f'{episode_id}: no bag']
+    assert [str(p) for p in verify_dataset(dataset)] == [f'{episode_id}: no bag']
 
 
 def test_rebuild_catalog_restores_a_deleted_catalog(make_demo_dataset):
@@ -418,7 +419,22 @@ def test_rebuild_catalog_restores_a_deleted_catalog(make_demo_dataset):
     assert dataset.list() == []
     assert dataset.rebuild_catalog() == 3
     assert [r.to_dict() for r in dataset.list()] == before
-    assert dataset.verify() == []
+    assert verify_dataset(dataset) == []
+
+
+def test_rebuild_catalog_audits_an_unreadable_annotations_file_and_goes_on(make_demo_dataset):
+    """A hand-broken annotations.json leaves that episode's reviewed outcome empty and is named in the audit; the
+    rebuild lists every episode (it raised TypeError from inside its own audit call)."""
+    dataset = make_demo_dataset([{'outcome': 'success'}, {}])
+    broken = dataset.episode_dir(dataset.episode_ids()[0]) / 'annotations.json'
+    broken.write_text('{"revisions": [', encoding='utf-8')
+    dataset.catalog.path.unlink()
+    dataset.catalog.create()
+
+    assert dataset.rebuild_catalog() == 2
+    assert [r.id for r in dataset.list()] == dataset.episode_ids()
+    audited = [e for e in read_audit(dataset.audit_path) if e['action'] == 'unreadable_annotations_file']
+    assert [(e['episode'], e['file']) for e in audited] == [(dataset.episode_ids()[0], str(broken))]
 
 
 def test_open_recreates_a_deleted_catalog(make_demo_dataset):
@@ -429,7 +445,7 @@ def test_open_recreates_a_deleted_catalog(make_demo_dataset):
 
     reopened = Dataset.open(dataset.root)
     assert [r.to_dict() for r in reopened.list()] == before
-    assert reopened.verify() == []
+    assert verify_dataset(reopened) == []
     conn = sqlite3.connect(reopened.catalog.path)
     try:
         assert conn.execute('PRAGMA journal_mode').fetchone()[0] == 'wal'
@@ -444,7 +460,7 @@ def test_rebuild_catalog_drops_rows_without_a_folder(make_demo_dataset):
     assert dataset.rebuild_catalog() == 2
     assert [r.id for r in dataset.list()] == dataset.episode_ids()
     assert gone not in [r.id for r in dataset.list()]
-    assert dataset.verify() == []
+    assert verify_dataset(dataset) == []
 
 
 def test_audit_log_is_one_json_object_per_line(make_demo_dataset):

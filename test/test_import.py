@@ -26,7 +26,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.cli.main import main
 from ros_robodata.dataset import Dataset
-from ros_robodata.dataset.importer import ImportOptions, import_recording
+from ros_robodata.dataset.importers import ImportOptions, import_recording
 from ros_robodata.dataset.sources import content_id, find_recordings
 from ros_robodata.dataset.staging import import_lock
 from ros_robodata.dataset.watch import Watcher
@@ -349,11 +349,12 @@ def test_an_interrupted_split_is_finished_by_running_it_again(tmp_path: Path, sh
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while the third episode is being committed: two episodes are whole, nothing else looks complete;
     the same import again makes the rest, and a third run adds nothing."""
-    import ros_robodata.dataset.importer as importer
+    import ros_robodata.dataset.importers.import_split as importer
+    from ros_robodata.dataset.split import SplitSpec
 
     dataset = Dataset.create(tmp_path / 'ds')
     (recording,) = find_recordings([shift_log.path])
-    options = ImportOptions(split=importer.SplitSpec('every', 60.0))
+    options = ImportOptions(split=SplitSpec('every', 60.0))
     real_commit = importer.commit_episode
     calls = []
 

@@ -11,6 +11,7 @@ import pytest
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.verify import verify_dataset
 from ros_robodata.errors import RecorderError
 from ros_robodata.profile import load_profile
 from ros_robodata.record.recorder import EpisodeRecorder, RecorderSettings
@@ -157,7 +158,7 @@ def test_outcome_discard_and_commands_that_make_no_sense(tmp_path):
     one, two = ds.episode(first.id), ds.episode(second.id)
     assert (one.outcome, one.status) == ('recovery', 'complete') and 'regrasped' in one.notes
     assert two.status == 'discarded' and ds.bag_files(second.id), 'discarded episodes stay on disk'
-    assert ds.verify() == []
+    assert verify_dataset(ds) == []
     actions = [(e['action'], e.get('new')) for e in __import__('ros_robodata.dataset.audit', fromlist=['x'])
                .read_audit(ds.audit_path)]
     assert ('set_outcome', 'failure') in actions and ('set_outcome', 'recovery') in actions
@@ -244,7 +245,7 @@ def test_close_while_recording_marks_the_episode_interrupted(tmp_path):
     saved = rec.dataset.episode(episode.id)
     assert saved.status == 'interrupted'
     assert bag_strings(rec.dataset, episode.id, '/chatter') == ['hello']
-    assert rec.dataset.verify() == []
+    assert verify_dataset(rec.dataset) == []
 
 
 DISK_FULL_SCRIPT = r'''
@@ -294,7 +295,7 @@ def test_disk_full_closes_the_episode_incomplete_and_keeps_everything_before(tmp
     failed = dataset.episode(second)
     assert failed.status == 'incomplete' and 'storage error' in failed.notes
     assert dataset.episode(third).status == 'complete'
-    problems = dataset.verify()
+    problems = verify_dataset(dataset)
     assert [p.episode for p in problems] == [second]  # only the failed one: no checksums for it
     with BagReader(dataset.bag_dir(first)) as bag:
         assert bag.complete and bag.message_count == 5
@@ -304,7 +305,7 @@ def test_disk_full_closes_the_episode_incomplete_and_keeps_everything_before(tmp
 
     report = repair_episode(dataset, second)
     assert report['messages'] > 0
-    assert dataset.verify() == []
+    assert verify_dataset(dataset) == []
 
 
 def test_intake_never_waits_for_a_stalled_writer_and_what_it_turns_away_is_counted_lost(tmp_path):

@@ -16,6 +16,7 @@ from std_srvs.srv import Trigger
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.verify import verify_dataset
 from ros_robodata.srv import SetOutcome, StartEpisode
 from test.ros_rig import client, new_domain, rig_published, start_recorder, start_rig, stop_process
 
@@ -62,7 +63,7 @@ def test_services_drive_episodes_and_every_topic_is_recorded(tmp_path):
     assert (episode.task, episode.operator, episode.mode) == ('pick_cube', 'tester', 'kinesthetic')
     assert (episode.status, episode.outcome) == ('complete', 'success')
     assert dataset.episode(discarded).status == 'discarded'
-    assert dataset.verify() == []
+    assert verify_dataset(dataset) == []
     with BagReader(dataset.bag_dir(first)) as bag:
         assert bag.complete
         counts = {name: info.count for name, info in bag.topics.items() if info.count}

@@ -22,7 +22,7 @@ from ros_robodata.bag.writer import BagWriter
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.arrivals import mcap_is_whole
 from ros_robodata.dataset.audit import read_audit
-from ros_robodata.dataset.importer import ImportOptions
+from ros_robodata.dataset.importers import ImportOptions
 from ros_robodata.dataset.watch import Watcher
 from test.processes import without_permission_override
 from test.rig_logs import T0_NS, bag_counts

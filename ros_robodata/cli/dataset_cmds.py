@@ -23,7 +23,7 @@ from ros_robodata.cli.command_common import (
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
 from ros_robodata.dataset.dataset import UNREADABLE
 from ros_robodata.dataset.targets import select_rows
-from ros_robodata.dataset.verify import verify_bag
+from ros_robodata.dataset.verify import verify_bag, verify_dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
 
@@ -139,14 +139,15 @@ def run_verify(args: argparse.Namespace) -> int:
                     for p in verify_bag(r.path)]
         checked = len(target.recordings)
     elif target.kind == 'episode':
-        assert target.episode_id is not None
-        problems = [p for p in target.dataset.verify(lambda ids: [target.episode_id])  # type: ignore[list-item]
-                    if p.episode == target.episode_id]
+        assert target.episode_id is not None and target.dataset is not None
+        episode_id = target.episode_id
+        problems = [p for p in verify_dataset(target.dataset, lambda ids: [episode_id]) if p.episode == episode_id]
         checked = 1
     else:
         assert target.dataset is not None
         checked = len(target.dataset.episode_ids())
-        problems = target.dataset.verify(lambda ids: progress(ids, 'verifying', total=checked, quiet=args.json))
+        problems = verify_dataset(target.dataset,
+                                  lambda ids: progress(ids, 'verifying', total=checked, quiet=args.json))
     if args.json:
         print_json({'checked': checked, 'ok': not problems,
                     'problems': [{'episode': p.episode, 'problem': p.what} for p in problems]})

@@ -19,9 +19,9 @@ from ros_robodata.cli.command_common import (
     stdout,
 )
 from ros_robodata.cli.ros import node_arguments, require_ros
-from ros_robodata.dataset.targets import as_target, profile_for
+from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import ExportOptions, export_frames, plan_export
+from ros_robodata.export.frames import ExportOptions, export_work, plan_export
 from ros_robodata.export.label_tasks import TOOLS, write_task_files
 from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec
@@ -126,8 +126,9 @@ def run(args: argparse.Namespace) -> int:
     if unknown := [t for t in tools if t not in TOOLS]:
         raise RobodataError(f'--tasks: unknown tool(s) {", ".join(unknown)} (one of {", ".join(TOOLS)}, or none)')
     taxonomy = load_taxonomy(args.taxonomy or config_path('taxonomy.yaml')) if tools else None
-    target = as_target(args.target)
-    profile = profile_for(target, args.profile)
+    filters = filters_from(args)
+    work = prepare(args.target, args.profile, filters)
+    target, profile = work.target, work.profile
     if options.schedule.around_events and target.dataset is None:
         raise RobodataError(f'{target.path}: --around-events needs the events of episodes of a dataset: run '
                             f'`robodata import {target.path} --dataset D` and `robodata segment D` first')
@@ -136,9 +137,8 @@ def run(args: argparse.Namespace) -> int:
     if profile.topics.joint_states is None:
         say('no joint_states in the profile: frames carry no joint state')
     workers = min(args.workers, os.cpu_count() or 1)
-    result = export_frames(target, args.out, options, profile=profile, filters=filters_from(args), workers=workers,
-                           force=args.force,
-                           progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json))
+    result = export_work(work, args.out, options, filters=filters, workers=workers, force=args.force,
+                         progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json))
     for episode_id, sensors in result.missing.items():
         topics = ', '.join(s.topic for s in (plan.reference, *plan.sensors) if s.name in sensors)
         say(f'{episode_id}: no {topics} in its bag: its frames have no {", ".join(sensors)}')

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +17,14 @@ from ros_robodata.cli.command_common import (
     stderr,
     stdout,
 )
-from ros_robodata.dataset import MODES, OUTCOMES, Dataset
-from ros_robodata.dataset.importer import Imported, ImportOptions, dataset_for_import, import_recordings
+from ros_robodata.dataset import MODES, OUTCOMES
+from ros_robodata.dataset.importers import Imported, ImportOptions, dataset_for_import, import_recordings
 from ros_robodata.dataset.sources import Recording
 from ros_robodata.dataset.split import SplitSpec
-from ros_robodata.dataset.watch import Watcher
 from ros_robodata.errors import RobodataError
-from ros_robodata.profile import Profile, load_profile
+from ros_robodata.profile import load_profile
+from ros_robodata.quality.intake import THEN_STEPS, AfterImport, after_import, then_steps, watch_folder
 from ros_robodata.vocabulary import parse_duration, parse_time
-
-THEN_STEPS = ('segment', 'score')
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -114,16 +110,9 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions:
     return options
 
 
-def _then_steps(text: str | None) -> list[str]:
-    steps = [s.strip() for s in (text or '').split(',') if s.strip()]
-    if unknown := [s for s in steps if s not in THEN_STEPS]:
-        raise RobodataError(f'--then: unknown step(s) {", ".join(unknown)} (any of {", ".join(THEN_STEPS)})')
-    return steps
-
-
 def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
-    steps = _then_steps(args.then)
+    steps = then_steps(args.then)
     if args.watch and args.sources:
         raise RobodataError('--watch DIR takes no SOURCE arguments: it imports what arrives in DIR')
     if not args.watch and not args.sources:
@@ -140,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
             assert isinstance(result, Imported)
             _say(result)
 
-    run = import_recordings(args.sources, args.dataset, options, profile=args.profile, on_result=on_result,
+    profile = load_profile(args.profile) if args.profile else None
+    run = import_recordings(args.sources, args.dataset, options, profile=profile, on_result=on_result,
                             progress=lambda it: progress(it, 'importing', quiet=args.json))
     dataset = run.dataset
     if not args.json:
@@ -156,11 +146,13 @@ def run(args: argparse.Namespace) -> int:
             stdout.print(f'nothing imported: {dataset.root} was not created', markup=False)
         return EXIT_ERROR
     checked = dataset.profile if dataset.has_profile else None
-    after = _then(dataset, checked, run.episodes, steps, quiet=args.json)
+    after = after_import(dataset, checked, run.episodes, steps)
+    if not args.json:
+        _say_after(after)
     if args.json:
         print_json({'dataset': str(dataset.root), 'created': run.created,
                     'imported': [r.to_json() for r in run.imported], 'failed': run.failed, 'skipped': run.skipped,
-                    'then': after})
+                    'then': after.to_json()})
     else:
         existing = sum(len(r.existing) for r in run.imported if not r.episodes)
         stdout.print(f'{len(run.episodes)} episode(s) imported into {dataset.root}'
@@ -185,44 +177,17 @@ def _say(result: Imported) -> None:
         stdout.print(f'{source}: already imported as {", ".join(result.existing)}: skipped', markup=False)
 
 
-def _then(dataset: Dataset, profile: Profile | None, episode_ids: list[str], steps: list[str], *,
-          quiet: bool) -> dict[str, Any]:
-    """Segment and/or score the new episodes (the offline steps a watcher runs on each arrival)."""
-    out: dict[str, Any] = {}
-    if not steps or not episode_ids:
-        return out
-    if profile is None:
-        raise RobodataError(f'--then {",".join(steps)}: {dataset.root} has no robot profile to read the episodes '
-                            'with; import with --profile')
-    if 'segment' in steps:
-        from ros_robodata.events.offline import segment_episode
-
-        if profile.topics.gripper is None and profile.topics.wrench is None:
-            out['segment'] = 'skipped: the profile has no gripper or wrench topic'
-        else:
-            events: dict[str, Any] = {}
-            for episode_id in episode_ids:
-                try:
-                    events[episode_id] = len(segment_episode(dataset, episode_id, profile).events)
-                except RobodataError as err:
-                    events[episode_id] = ' '.join(str(err).split())
-            out['segment'] = events
-        if not quiet:
-            stdout.print(f'segmented: {out["segment"]}', markup=False)
-    if 'score' in steps:
-        from ros_robodata.quality.scoring import score_episodes
-
-        run = score_episodes(dataset, profile, episode_ids)
-        out['score'] = {i: s.report.score for i, s in run.scores.items()} | {i: r for i, r in run.failed.items()}
-        if not quiet:
-            for line in run.skipped:
-                stdout.print(f'score: {line}', markup=False)
-            stdout.print('scored: ' + ', '.join(f'{i} {s.to_json()["score"]:.2f}' for i, s in run.scores.items()),
-                         markup=False)
-    return out
+def _say_after(after: AfterImport) -> None:
+    """What the steps after the import found, as `robodata segment` and `robodata score` would say it."""
+    if after.segment_skipped is not None or after.segmented is not None:
+        stdout.print(f'segmented: {after.to_json()["segment"]}', markup=False)
+    if after.scores is not None:
+        for line in after.skipped_checks:
+            stdout.print(f'score: {line}', markup=False)
+        stdout.print('scored: ' + ', '.join(f'{i} {s:.2f}' for i, s in after.scores.items()), markup=False)
 
 
-def _watch(args: argparse.Namespace, options: ImportOptions, steps: list[str]) -> int:
+def _watch(args: argparse.Namespace, options: ImportOptions, steps: tuple[str, ...]) -> int:
     if not Path(args.watch).is_dir():
         raise RobodataError(f'--watch: {args.watch}: no such folder')
     interval = parse_duration(args.interval, '--interval') / 1e9
@@ -234,18 +199,16 @@ def _watch(args: argparse.Namespace, options: ImportOptions, steps: list[str]) -
     dataset, profile, created = dataset_for_import(args.dataset, load_profile(args.profile) if args.profile else None)
     if created and not args.json:
         stdout.print(f'created dataset {dataset.name} at {dataset.root}', markup=False)
-    imported: list[str] = []
     stopping = False
 
-    def on_imported(result: Imported) -> None:
+    def on_imported(result: Imported, after: AfterImport) -> None:
         if args.json:
             print_json_line({'event': 'imported', **result.to_json()})
+            if after.to_json():
+                print_json_line({'event': 'then', 'episodes': result.episodes, **after.to_json()})
         else:
             _say(result)
-        imported.extend(result.episodes)
-        then = _then(dataset, profile, result.episodes, steps, quiet=args.json)
-        if args.json and then:
-            print_json_line({'event': 'then', 'episodes': result.episodes, **then})
+            _say_after(after)
 
     def on_failed(recording: Recording, reason: str) -> None:
         if args.json:
@@ -263,20 +226,18 @@ def _watch(args: argparse.Namespace, options: ImportOptions, steps: list[str]) -
         stopping = True
 
     signal.signal(signal.SIGTERM, stop_on_term)
-    watcher = Watcher(Path(args.watch), dataset, options, profile, settle, on_imported, on_failed, on_note,
-                      incomplete_after)
     if args.json:
         print_json_line({'event': 'watching', 'folder': str(args.watch), 'dataset': str(dataset.root),
                          'created': created, 'interval_s': interval, 'settle_s': settle,
                          'incomplete_after_s': incomplete_after})
     else:
         stdout.print(f'watching {args.watch} (every {interval:g} s) -> {dataset.root}; Ctrl-C stops', markup=False)
-    started = time.monotonic()
-    with contextlib.suppress(KeyboardInterrupt):
-        watcher.run(interval, stop=lambda: stopping)
+    watched = watch_folder(Path(args.watch), dataset, options, profile, steps, interval_s=interval, settle_s=settle,
+                           incomplete_after_s=incomplete_after, on_imported=on_imported, on_failed=on_failed,
+                           on_note=on_note, stop=lambda: stopping)
     if args.json:
-        print_json_line({'event': 'stopped', 'imported': len(imported), 'seconds': round(time.monotonic() - started)})
+        print_json_line({'event': 'stopped', 'imported': len(watched.imported), 'seconds': round(watched.seconds)})
     else:
-        stdout.print(f'stopped watching {args.watch}: {len(imported)} episode(s) imported in '
-                     f'{time.monotonic() - started:.0f} s', markup=False)
+        stdout.print(f'stopped watching {args.watch}: {len(watched.imported)} episode(s) imported in '
+                     f'{watched.seconds:.0f} s', markup=False)
     return 0

@@ -16,9 +16,10 @@ from ros_robodata.cli.command_common import (
     stderr,
     stdout,
 )
+from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE
-from ros_robodata.report import REPORT_FILE, write_report
+from ros_robodata.report.build import REPORT_FILE, report_work
 
 
 def add_parser(sub: Any) -> None:
@@ -46,9 +47,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.episodes is not None and args.episodes < 0:
         raise RobodataError('--episodes must be 0 or more')
-    result = write_report(args.target, args.out, profile=args.profile, filters=filters_from(args),
-                          detail=args.episodes, workers=max(1, args.workers),
-                          progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force)
+    filters = filters_from(args)
+    result = report_work(prepare(args.target, args.profile, filters), args.out, filters=filters,
+                         detail=args.episodes, workers=max(1, args.workers),
+                         progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force)
     for episode_id, reason in result.problems.items():
         stderr.print(f'robodata report: {episode_id}: {reason}', markup=False)
     if args.json:

@@ -18,9 +18,9 @@ from ros_robodata.cli.command_common import (
     stderr,
     stdout,
 )
-from ros_robodata.dataset.targets import as_target, profile_for
+from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
-from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE, score, skipped_checks
+from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE, EpisodeScore, score_work, skipped_checks
 
 
 def add_parser(sub: Any) -> None:
@@ -42,12 +42,13 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise RobodataError('--workers must be at least 1')
     workers = min(args.workers, os.cpu_count() or 1)
-    target = as_target(args.target)
-    profile = profile_for(target, args.profile)
-    for line in skipped_checks(profile):
+    filters = filters_from(args)
+    work = prepare(args.target, args.profile, filters)
+    target = work.target
+    for line in skipped_checks(work.profile):  # said before the work starts; the run keeps the same lines
         stderr.print(f'robodata score: {line}', markup=False)
-    run = score(target, profile=profile, filters=filters_from(args), workers=workers, images=not args.no_images,
-                progress=lambda jobs: progress(jobs, 'scoring', quiet=args.json))
+    run = score_work(work, workers=workers, images=not args.no_images, filters=filters,
+                     progress=lambda jobs: progress(jobs, 'scoring', quiet=args.json))
     if target.kind in ('episode', 'bag') and run.failed:
         raise RobodataError(next(iter(run.failed.values())))
     if args.json and target.kind == 'bag':
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                     'summary': run.summary})
     elif target.kind in ('episode', 'bag'):
         name, scored = next(iter(run.scores.items()))
-        _show_findings(name if target.kind == 'episode' else str(target.path), scored.to_json())
+        _show_findings(name if target.kind == 'episode' else str(target.path), scored)
     else:
         name = target.dataset.name if target.dataset is not None else str(target.path)
         _show_dataset(name, run.scores, run.summary)
@@ -88,13 +89,15 @@ def _show_dataset(name: str, scores: dict[str, Any], summary: dict[str, Any]) ->
         stdout.print(f'[yellow]dataset: {warning}[/]')
 
 
-def _show_findings(name: str, data: dict[str, Any]) -> None:
-    table = Table('check', 'severity', 'topic', 'when (s)', 'message', title=f'{name}: score {data["score"]:.2f}')
-    for f in data['findings']:
-        when = ', '.join(f'{a:.1f}-{b:.1f}' for a, b in f.get('ranges_s', [])[:4])
-        if len(f.get('ranges_s', [])) > 4:
+def _show_findings(name: str, scored: EpisodeScore) -> None:
+    start_ns = scored.report.start_ns
+    table = Table('check', 'severity', 'topic', 'when (s)', 'message', title=f'{name}: score {scored.score:.2f}')
+    for f in scored.findings:
+        spans = f.ranges_s(start_ns) if start_ns is not None else []
+        when = ', '.join(f'{a:.1f}-{b:.1f}' for a, b in spans[:4])
+        if len(spans) > 4:
             when += ', ...'
-        table.add_row(f['check'], f['severity'], f['topic'], when, f['message'])
+        table.add_row(f.check, f.severity, f.topic, when, f.message)
     stdout.print(table)
-    if data.get('success'):
-        stdout.print(f'success criteria: {data["success"]["message"]}')
+    if scored.success:
+        stdout.print(f'success criteria: {scored.success["message"]}')

@@ -287,8 +287,8 @@ class Catalog:
                 sql += f' WHERE {where}'
             sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
-        return [CatalogRow(*self._typed(row, 0, 13), self._json(row, 13, 'scores'), self._json(row, 14, 'bag_sha256'),
-                           *self._typed(row, 15, len(row))) for row in rows]
+        return [CatalogRow(*[*self._typed(row, 0, 13), self._json(row, 13, 'scores'), self._json(row, 14, 'bag_sha256'),
+                             *self._typed(row, 15, len(row))]) for row in rows]
 
     def _typed(self, row: Any, first: int, end: int) -> list[Any]:
         """Row values checked against what robodata writes in each column (SQLite keeps any type in any column,

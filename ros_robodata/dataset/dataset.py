@@ -10,10 +10,9 @@
 
 from __future__ import annotations
 
+import builtins  # Dataset.list() shadows the name `list` in the class's annotations
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +21,13 @@ from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
 from ros_robodata.dataset.sidecars import restore_review_queue, restore_reviewed_outcome, restore_scores
 from ros_robodata.errors import DatasetError
-from ros_robodata.files import file_sha256, leftover_temporaries, read_yaml, write_atomic, write_yaml
+from ros_robodata.files import file_sha256, read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
 from ros_robodata.version import __version__
 from ros_robodata.vocabulary import OUTCOMES, STATUSES
 
 DATASET_FILE = 'dataset.yaml'
 UNREADABLE = 'episode.yaml unreadable'  # how skipped_folders names an episode it could not read
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something `verify` found wrong with an episode."""
-
-    episode: str
-    what: str
-
-    def __str__(self) -> str:
-        return f'{self.episode}: {self.what}'
 
 
 def _check_fields(info: dict[str, Any], file: Path) -> None:
@@ -74,7 +62,7 @@ class Dataset:
     # -- creating and opening -------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: str | Path, *, name: str | None = None, profile: Any = None) -> Dataset:
+    def create(cls, path: str | os.PathLike[str], *, name: str | None = None, profile: Any = None) -> Dataset:
         """Make a new, empty dataset; refuses a folder that already holds one."""
         root = Path(path)
         if is_dataset(root):
@@ -102,7 +90,7 @@ class Dataset:
         return dataset
 
     @classmethod
-    def open(cls, path: str | Path, *, check_catalog: bool = True) -> Dataset:
+    def open(cls, path: str | os.PathLike[str], *, check_catalog: bool = True) -> Dataset:
         """Open a dataset; check_catalog=False lets a broken catalog be rebuilt."""
         root = Path(path)
         file = root / DATASET_FILE
@@ -259,7 +247,7 @@ class Dataset:
 
     # -- integrity ------------------------------------------------------------------------------
 
-    def bag_files(self, episode_id: str) -> list[Path]:
+    def bag_files(self, episode_id: str) -> builtins.list[Path]:
         bag = self.bag_dir(episode_id)
         if not bag.is_dir():
             return []
@@ -281,70 +269,6 @@ class Dataset:
         self.save_episode(episode)
         append_audit(self.audit_path, 'record_checksums', episode_id, who, files=sorted(episode.bag_sha256))
         return episode
-
-    def verify(self, progress: Callable[[Iterable[str]], Iterable[str]] | None = None) -> list[Problem]:
-        """Check every episode's files against its recorded sha256 and the catalog against the files."""
-        problems: list[Problem] = []
-        on_disk = self.episode_ids()
-        listed = {row.id: row for row in self.catalog.query()}
-        for episode_id in sorted(set(listed) - set(on_disk)):
-            problems.append(Problem(episode_id, 'in the catalog but its folder or episode.yaml is missing'))
-        ids = progress(on_disk) if progress else on_disk
-        for episode_id in ids:
-            try:
-                episode = self.episode(episode_id)
-            except DatasetError as err:
-                problems.append(Problem(episode_id, str(err)))
-                continue
-            row = listed.get(episode_id)
-            if row is None:
-                problems.append(Problem(episode_id, 'not in the catalog (run `robodata catalog rebuild`)'))
-            elif (row.outcome, row.status) != (episode.outcome, episode.status):
-                problems.append(Problem(episode_id, f'catalog says {row.outcome}/{row.status}, episode.yaml says '
-                                                    f'{episode.outcome}/{episode.status}'))
-            problems.extend(self._verify_bag(episode))
-            problems.extend(self._leftovers(episode_id, self.episode_dir(episode_id),
-                                            self.episode_dir(episode_id) / 'bag'))
-        return [*self._leftovers(self.name, self.root), *problems]
-
-    def _leftovers(self, owner: str, *folders: Path) -> list[Problem]:
-        return [Problem(owner, f'{path.relative_to(self.root)}: a temporary file left by a command that was killed '
-                               'while writing (the file it was to replace is intact): `robodata repair` removes it')
-                for folder in folders for path in leftover_temporaries(folder)]
-
-    def _verify_bag(self, episode: Episode) -> list[Problem]:
-        problems = self._verify_links(episode)
-        files = {p.name: p for p in self.bag_files(episode.id) if not p.is_symlink()}
-        if not files and not problems:
-            return [Problem(episode.id, 'no bag')]
-        if episode.status == 'recording':
-            return []  # still being written: nothing to compare yet
-        if not episode.bag_sha256:
-            return [*problems, Problem(episode.id, 'no checksums recorded for its bag')]
-        for name, expected in sorted(episode.bag_sha256.items()):
-            if name not in files:
-                problems.append(Problem(episode.id, f'bag file {name} is missing'))
-            elif file_sha256(files[name]) != expected:
-                problems.append(Problem(episode.id, f'bag file {name} changed since it was recorded (sha256 mismatch)'))
-        for name in sorted(set(files) - set(episode.bag_sha256)):
-            problems.append(Problem(episode.id, f'bag file {name} is not in the recorded checksums'))
-        return problems
-
-    def _verify_links(self, episode: Episode) -> list[Problem]:
-        """A bag imported with --link points at the recording where it lies: it must still be there, holding the
-        content it had (checked by its content id: cheap, whatever its size)."""
-        from ros_robodata.dataset.sources import content_id
-
-        bag = self.bag_dir(episode.id)
-        links = sorted(p for p in bag.iterdir() if p.is_symlink()) if bag.is_dir() else []
-        gone = [p for p in links if not p.exists()]
-        if gone:
-            return [Problem(episode.id, f'bag file {p.name} links to {os.readlink(p)}, which is gone') for p in gone]
-        expected = episode.source.get('content_id')
-        if links and expected and content_id(links) != expected:
-            return [Problem(episode.id, f'the linked recording {episode.source.get("path")} changed since it was '
-                                        'imported (content id mismatch)')]
-        return []
 
     def rebuild_catalog(self) -> int:
         """Recreate every catalog row from the episode.yaml files; returns how many episodes it lists.
@@ -378,7 +302,7 @@ class Dataset:
         restore_review_queue(self, readable)
         return listed
 
-    def folders_not_in_catalog(self) -> list[str]:
+    def folders_not_in_catalog(self) -> builtins.list[str]:
         """Folders under episodes/ the catalog does not list (an episode.yaml it could not read, a bag copied in by
         hand, a crash between folder and catalog row), sorted."""
         if not self.episodes_dir.is_dir():
@@ -387,7 +311,7 @@ class Dataset:
         return sorted(p.name for p in self.episodes_dir.iterdir()
                       if p.is_dir() and not p.name.startswith('.') and p.name not in listed)
 
-    def skipped_folders(self) -> list[tuple[str, str]]:
+    def skipped_folders(self) -> builtins.list[tuple[str, str]]:
         """(folder name, why) for every folder under episodes/ that is not a readable episode, with what to do."""
         out: list[tuple[str, str]] = []
         if not self.episodes_dir.is_dir():

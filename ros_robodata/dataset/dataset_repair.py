@@ -18,6 +18,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, check_episode_id
+from ros_robodata.dataset.importers.import_common import check_topics
 from ros_robodata.dataset.sources import METADATA_FILE, content_id, recording_at
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import leftover_temporaries
@@ -116,8 +117,6 @@ def register_folder(dataset: Dataset, folder: Path, profile: Profile | None) -> 
     """A folder under episodes/ without episode.yaml: an empty one (left by a recording or an import that was
     stopped) is removed; one holding a bag becomes an episode (outcome unknown), its bag left where it is."""
     from ros_robodata.dataset.episode_stats import fill_stats_from_bag
-    from ros_robodata.dataset.importer import check_topics
-
     result = Repaired(folder.name)
     if not any(folder.iterdir()):
         folder.rmdir()

@@ -7,20 +7,30 @@ empty and is named in audit.jsonl, so a rebuild never stops on one hand-edited f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.catalog import Catalog
 from ros_robodata.errors import RobodataError
 
-if TYPE_CHECKING:
-    from ros_robodata.dataset.dataset import Dataset
-
-__all__ = ['restore_review_queue', 'restore_reviewed_outcome', 'restore_scores']
+__all__ = ['Indexed', 'restore_review_queue', 'restore_reviewed_outcome', 'restore_scores']
 
 
-def restore_scores(dataset: Dataset, episode_id: str) -> None:
+class Indexed(Protocol):
+    """What restoring a sidecar needs of a dataset (a `Dataset` is one): its files and its catalog. A protocol,
+    not the class, because the class rebuilds its catalog from here and the import would go round in a loop."""
+
+    root: Path
+    audit_path: Path
+    catalog: Catalog
+
+    def episode_dir(self, episode_id: str) -> Path: ...
+
+
+def restore_scores(dataset: Indexed, episode_id: str) -> None:
     """The score columns from the episode's quality.json."""
     path = dataset.episode_dir(episode_id) / 'quality.json'
     if not path.is_file():
@@ -35,20 +45,20 @@ def restore_scores(dataset: Dataset, episode_id: str) -> None:
         append_audit(dataset.audit_path, 'unreadable_quality_file', episode_id, file=str(path))
 
 
-def restore_reviewed_outcome(dataset: Dataset, episode_id: str) -> None:
+def restore_reviewed_outcome(dataset: Indexed, episode_id: str) -> None:
     """The reviewers' verdict from the episode's annotations.json."""
     folder = dataset.episode_dir(episode_id)
     try:
         verdict = read_annotations(folder).reviewed_verdict()
     except RobodataError:
         append_audit(dataset.audit_path, 'unreadable_annotations_file', episode_id,
-                     path=str(folder / 'annotations.json'))
+                     file=str(folder / 'annotations.json'))
         return
     if verdict:
         dataset.catalog.set_reviewed_outcome(episode_id, verdict)
 
 
-def restore_review_queue(dataset: Dataset, episodes: set[str]) -> None:
+def restore_review_queue(dataset: Indexed, episodes: set[str]) -> None:
     """The review columns from review/queue.json: none when it is not a queue (audited)."""
     path = dataset.root / 'review' / 'queue.json'
     try:

@@ -14,9 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Union
 
+from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.importers.import_common import episode_id_for
 from ros_robodata.dataset.sources import IMPORT_FIRST, Recording, find_recordings, recording_at
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.profile import Profile, load_profile
@@ -65,7 +67,7 @@ class Item:
         return self.dataset.episode_dir(self.name) if self.dataset is not None else None
 
 
-def resolve(path_text: str | Path) -> Target:
+def resolve(path_text: str | os.PathLike[str]) -> Target:
     """Tell what `path_text` is; RobodataError saying what it is not, and what to do, otherwise."""
     path = Path(path_text)
     if not path.exists():
@@ -124,7 +126,7 @@ def need(target: Target, *kinds: str, hint: str = '') -> Target:
     raise RobodataError(f'{target.path}: {target.what}, not {wanted}' + (f': {hint}' if hint else ''))
 
 
-def profile_for(target: Target, profile_path: str | Path | None) -> Profile:
+def profile_for(target: Target, profile_path: str | os.PathLike[str] | None) -> Profile:
     """The robot profile to read the target with: the one given, else the dataset's own snapshot."""
     if profile_path:
         return load_profile(profile_path)
@@ -180,12 +182,12 @@ def select(target: Target, filters: Filters | None = None, *, need_bag: bool = T
         assert target.episode_id is not None
         return [Item(target.episode_id, dataset.bag_dir(target.episode_id), dataset.episode(target.episode_id),
                      dataset)]
-    chosen = []
+    picked: list[Item] = []
     for row in select_rows(dataset, filters):
         if need_bag and not dataset.bag_files(row.id):
             continue
-        chosen.append(Item(row.id, dataset.bag_dir(row.id), dataset.episode(row.id), dataset))
-    return chosen
+        picked.append(Item(row.id, dataset.bag_dir(row.id), dataset.episode(row.id), dataset))
+    return picked
 
 
 def select_rows(dataset: Dataset, filters: Filters | None = None) -> list[CatalogRow]:
@@ -271,8 +273,6 @@ def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None
 
 
 def _starts_since(path: Path, since_ns: int) -> bool:
-    from ros_robodata.bag.reader import BagReader
-
     with BagReader(path) as reader:
         return reader.start_ns is not None and reader.start_ns >= since_ns
 
@@ -301,8 +301,6 @@ def _bag_names(recordings: list[Recording], root: Path) -> list[str]:
 
 
 def _safe_name(name: str) -> str:
-    from ros_robodata.dataset.importer import episode_id_for
-
     try:
         return episode_id_for(name)
     except RobodataError:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ros_robodata.dataset.arrivals import find_arrivals, unfinished
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.dataset.importer import Imported, ImportOptions, import_recording
+from ros_robodata.dataset.importers import Imported, ImportOptions, import_recording
 from ros_robodata.dataset.sources import METADATA_FILE, Recording, file_state
 from ros_robodata.dataset.staging import import_lock
 from ros_robodata.dataset.watch_memory import WatchMemory

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
     with BagReader(path) as reader:
         _check_topics(path, segmenter, reader)
         for message in reader.messages(list(segmenter.topics)):
-            segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
+            segmenter.add_cdr(message.topic, message.data, partial(reader.decode, message), message.t_ns)
         segmenter.finish()
         if segmenter.joints_seen and segmenter.detector.gripper_samples == 0:
             raise BagError(f'{path}: the gripper joint {segmenter.gripper_joint!r} is in no message of '

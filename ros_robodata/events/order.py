@@ -32,7 +32,7 @@ class StampOrder:
         return self._release(final=True)
 
     def _release(self, final: bool) -> list[tuple[str, int, Any]]:
-        out = []
+        out: list[tuple[str, int, Any]] = []
         while True:
             heads = [(q[0][0], i, s) for i, (s, q) in enumerate(self._queues.items()) if q]
             if not heads:
@@ -48,5 +48,6 @@ class StampOrder:
                     if not (caught_up or timed_out):
                         return out
             _, item = self._queues[stream].popleft()
-            self._last[stream] = stamp if self._last[stream] is None else max(stamp, self._last[stream])
+            previous = self._last[stream]
+            self._last[stream] = stamp if previous is None else max(stamp, previous)
             out.append((stream, stamp, item))

@@ -23,7 +23,7 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 # A rest lasts at least this long and this many samples ...
 DWELL_S = 0.25
@@ -76,12 +76,12 @@ class Stroke:
         if not isinstance(doc, dict):
             return None
         closed, opened, source = doc.get('closed'), doc.get('open'), doc.get('source', PROFILE)
-        if not all(_number(v) for v in (closed, opened)) or closed == opened or not isinstance(source, str):
+        if not (_number(closed) and _number(opened)) or closed == opened or not isinstance(source, str):
             return None
         return cls(float(closed), float(opened), source)
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

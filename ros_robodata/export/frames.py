@@ -33,7 +33,7 @@ from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.bag.sensor_files import cloud_points, encode_frame_image, write_pcd
 from ros_robodata.bag.types import typestore
 from ros_robodata.dataset.episode import check_episode_id
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare, why_none
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.offline import read_events_file
 from ros_robodata.export.export_plan import (
@@ -382,11 +382,47 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
                   force: bool = False) -> ExportResult:
     """Frames of a dataset's episodes, one episode, a bag or a folder of bags, for labeling, into `out_dir`
-    (images and PCDs, a frames.json per episode, manifest.json). Options and `out_dir` are checked before anything
-    is written: never inside a dataset or a bag, never over a manifest.json robodata did not write, and a folder
-    holding other files needs `force` (outputs.prepare_export_dir)."""
+    (images and PCDs, a frames.json per episode, manifest.json); the target resolved by `prepare()`, then
+    export_work.
+
+    Args:
+        target: a Dataset, or a path to a dataset, an episode, a bag or a folder of bags.
+        out_dir: the export folder (never inside a dataset or a bag).
+        options: what to export and how (cameras, rate, format...).
+        profile: the robot profile; the dataset's own unless given (required for bags).
+        filters: which episodes of a dataset.
+        workers: processes that export in parallel.
+        progress: wraps the jobs to show progress.
+        force: write into a folder that holds other files.
+
+    Raises:
+        RobodataError: the target, profile, options or folder cannot be used, or nothing was picked.
+    """
+    return export_work(prepare(target, profile, filters), out_dir, options, filters=filters, workers=workers,
+                       progress=progress, force=force)
+
+
+def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None = None, *,
+                filters: Filters | None = None, workers: int = 1,
+                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, force: bool = False
+                ) -> ExportResult:
+    """Export what `prepare()` resolved. Options and `out_dir` are checked before anything is written: never
+    inside a dataset or a bag, never over a manifest.json robodata did not write, and a folder holding other
+    files needs `force` (outputs.prepare_export_dir).
+
+    Args:
+        work: the target, its profile and the chosen episodes or bags.
+        out_dir: the export folder.
+        options: what to export and how.
+        filters: the filters `work` was chosen with, to say why nothing was picked.
+        workers: processes that export in parallel.
+        progress: wraps the jobs to show progress.
+        force: write into a folder that holds other files.
+
+    Raises:
+        RobodataError: the options or folder cannot be used, or nothing was picked.
+    """
     options = options or ExportOptions()
-    work = prepare(target, profile, filters)
     plan_export(work.profile, options)
     if not work.items:
         raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
@@ -407,4 +443,4 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
 
 
 __all__ = ['EpisodeExport', 'ExportOptions', 'ExportPlan', 'ExportResult', 'Sensor', 'export_episode', 'export_frames',
-           'export_items', 'plan_export', 'sanitize_name']
+           'export_items', 'export_work', 'plan_export', 'sanitize_name']

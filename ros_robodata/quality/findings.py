@@ -31,9 +31,13 @@ class Finding:
                                'threshold': _number(self.threshold), 'count': self.count,
                                'stretches': len(self.ranges), 'ranges_ns': [list(r) for r in self.ranges]}
         if episode_start_ns is not None:
-            out['ranges_s'] = [[round((a - episode_start_ns) / 1e9, 3), round((b - episode_start_ns) / 1e9, 3)]
-                               for a, b in self.ranges]
+            out['ranges_s'] = [list(span) for span in self.ranges_s(episode_start_ns)]
         return out
+
+    def ranges_s(self, episode_start_ns: int) -> list[tuple[float, float]]:
+        """Its stretches in seconds from the episode's start, to the millisecond (as quality.json holds them)."""
+        return [(round((a - episode_start_ns) / 1e9, 3), round((b - episode_start_ns) / 1e9, 3))
+                for a, b in self.ranges]
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,11 @@ import numpy as np
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.time_origin import time_origin
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare, why_none
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.calibration import Priors, read_prior
 from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.offline import EVENTS_FILE, read_events_file, write_events
 from ros_robodata.events.segmenter import Segmenter, episode_input_start
 from ros_robodata.events.stroke import Stroke
 from ros_robodata.files import write_json
@@ -25,12 +27,14 @@ from ros_robodata.profile import Profile
 from ros_robodata.quality.batch_pass import BatchQuality
 from ros_robodata.quality.episode_checks import EpisodeQuality, EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
+from ros_robodata.quality.outcome_mix import outcome_mix
 from ros_robodata.quality.patterns import (
     explain_jumps_over_dataset,
     explain_stuck_over_dataset,
     find_patterns,
     imported_outcomes,
 )
+from ros_robodata.quality.success import evaluate_success
 from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
 
 QUALITY_FILE = 'quality.json'
@@ -72,9 +76,9 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
             if feeder is not None:
                 feeder.add(message)
             else:
-                checks.add(message.topic, message.t_ns, message.data, lambda m=message: reader.decode(m))
+                checks.add(message.topic, message.t_ns, message.data, partial(reader.decode, message))
             if segmenter is not None and message.topic in segmenter.topics:
-                segmenter.add_cdr(message.topic, message.data, lambda m=message: reader.decode(m), message.t_ns)
+                segmenter.add_cdr(message.topic, message.data, partial(reader.decode, message), message.t_ns)
         if feeder is not None:
             feeder.finish()
         origin = time_origin(reader, [spec.topic for _, spec in profile.all_topics()])  # events.json's too
@@ -127,27 +131,43 @@ class EpisodeScore:
         return data
 
 
-def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool, int | None]
-               ) -> tuple[str, BagScore | str, list[dict] | None]:
+@dataclass(frozen=True)
+class ScoreJob:
+    """One bag for a scoring worker (pickled to its process): where it is, where its results go (the episode's
+    folder; None for a bag on its own), its label, and how to read it."""
+
+    name: str
+    bag: Path
+    folder: Path | None
+    outcome: str | None
+    profile: Profile
+    images: bool
+    since_ns: int | None  # a live-recorded episode's input start: the segmenter reads from there, as live
+
+    @classmethod
+    def of(cls, item: Item, profile: Profile, images: bool) -> ScoreJob:
+        live = item.episode is not None and not item.episode.source
+        since = episode_input_start(item.episode.start_ns) if live and item.episode is not None else None
+        return cls(item.name, item.bag, item.folder, item.outcome, profile, images, since)
+
+
+def _score_one(job: ScoreJob) -> tuple[str, BagScore | str, list[dict[str, Any]] | None]:
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
     pass (and gets its events.json); a bag on its own (no folder) is segmented in memory. An events.json that
     cannot be read is said in the bag's notes (with its path), and the success criteria are not judged."""
-    from ros_robodata.events.offline import EVENTS_FILE, read_events_file, write_events
-
-    name, bag, folder, outcome, profile, images, since = args
-    events_path = Path(folder) / EVENTS_FILE if folder is not None else None
+    events_path = job.folder / EVENTS_FILE if job.folder is not None else None
     has_events = events_path is not None and events_path.is_file()
     try:
-        live, priors = read_prior(Path(folder)) if folder is not None and since is not None else (False, None)
-        scored = score_bag(bag, profile, outcome=outcome, images=images, segment=not has_events,
-                           segment_since_ns=since, priors=priors if live else None)
+        live, priors = read_prior(job.folder) if job.folder is not None and job.since_ns is not None else (False, None)
+        scored = score_bag(job.bag, job.profile, outcome=job.outcome, images=job.images, segment=not has_events,
+                           segment_since_ns=job.since_ns, priors=priors if live else None)
     except RobodataError as err:
-        return name, ' '.join(str(err).split()), None
+        return job.name, ' '.join(str(err).split()), None
     events = None
     if scored.segments is not None:
         if events_path is not None:
             try:
-                write_events(events_path, scored.segments, {'episode_id': name})
+                write_events(events_path, scored.segments, {'episode_id': job.name})
             except OSError as err:
                 scored.notes.append(f'{events_path}: cannot write: {err.strerror or err}')
         events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
@@ -158,7 +178,7 @@ def _score_one(args: tuple[str, str, str | None, str | None, Profile, bool, int 
             scored.opening_in(doc.get('calibration'))
         except RobodataError as err:
             scored.notes.append(f'{" ".join(str(err).split())}; success criteria not judged')
-    return name, scored, events
+    return job.name, scored, events
 
 
 @dataclass
@@ -180,11 +200,8 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     """Score episodes or bags (in `workers` processes), then compare them with each other: consistency across
     demonstrations of a task, smoothness against its peers, success criteria against the operator's label.
     Nothing is written except the events.json of an episode that had none; see score_episodes."""
-    from ros_robodata.quality.outcome_mix import outcome_mix
-
-    jobs = [(item.name, str(item.bag), None if item.folder is None else str(item.folder), item.outcome, profile,
-             images, episode_input_start(item.episode.start_ns) if item.episode and not item.episode.source else None)
-            for item in items]
+    skipped = skipped_checks(profile)
+    jobs = [ScoreJob.of(item, profile, images) for item in items]
     by_name = {item.name: item for item in items}
     scores: dict[str, EpisodeScore] = {}
     failures: dict[str, str] = {}
@@ -228,17 +245,25 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
                'patterns': [p.to_json() for p in patterns],
                'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
                if scores else None,
-               'checks': _check_counts(scores.values()), 'skipped': skipped_checks(profile)}
-    return ScoreRun(scores, failures, summary, events, skipped_checks(profile), notes)
+               'checks': _check_counts(scores.values()), 'skipped': skipped}
+    return ScoreRun(scores, failures, summary, events, skipped, notes)
 
 
 def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
                    images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
                    ) -> ScoreRun:
+    """Score episodes of a dataset by id (what a recorder or an import that just wrote them holds), then write
+    the results down; see score_dataset_items."""
+    chosen = [Item(i, dataset.bag_dir(i), dataset.episode(i), dataset) for i in episode_ids]
+    return score_dataset_items(dataset, profile, chosen, workers=workers, images=images, progress=progress)
+
+
+def score_dataset_items(dataset: Dataset, profile: Profile, items: list[Item], *, workers: int = 1,
+                        images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
+                        ) -> ScoreRun:
     """score_items over episodes of a dataset, then written down: quality.json into each episode, the scores
     into the catalog and quality_summary.json into the dataset."""
-    chosen = [Item(i, dataset.bag_dir(i), dataset.episode(i), dataset) for i in episode_ids]
-    run = score_items(chosen, profile, workers=workers, images=images, progress=progress)
+    run = score_items(items, profile, workers=workers, images=images, progress=progress)
     for episode_id, s in run.scores.items():
         write_json(dataset.episode_dir(episode_id) / QUALITY_FILE, s.to_json())
         score, _ = score_of(s.findings)
@@ -247,19 +272,48 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
     return run
 
 
+def score_work(work: Work, *, workers: int = 1, images: bool = True,
+               progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, filters: Filters | None = None
+               ) -> ScoreRun:
+    """Score what `prepare()` resolved: a dataset's chosen episodes (results written), or bags (in memory).
+
+    Args:
+        work: the target, its profile and the chosen episodes or bags, resolved once by `prepare()`.
+        workers: processes that score in parallel.
+        images: run the camera checks (they decode every frame).
+        progress: wraps the jobs to show progress.
+        filters: the filters `work` was chosen with, to say why nothing was picked.
+
+    Raises:
+        RobodataError: nothing was picked (the line says why).
+    """
+    if not work.items:
+        raise RobodataError(f'{work.target.path}: nothing to score: {why_none(work.target, filters)}')
+    if work.target.dataset is not None:
+        return score_dataset_items(work.target.dataset, work.profile, work.items, workers=workers, images=images,
+                                   progress=progress)
+    return score_items(work.items, work.profile, workers=workers, images=images, progress=progress)
+
+
 def score(target: TargetLike, *, profile: Profile | str | None = None, filters: Filters | None = None,
           workers: int = 1, images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
           ) -> ScoreRun:
     """Check and score a dataset's episodes (quality.json, catalog scores and quality_summary.json written), one
     episode, a bag or a folder of bags (scored and compared with each other in memory, nothing written).
-    `profile`: the dataset's own unless given (required for bags); `workers` processes score in parallel."""
-    work = prepare(target, profile, filters)
-    if not work.items:
-        raise RobodataError(f'{work.target.path}: nothing to score: {why_none(work.target, filters)}')
-    if work.target.dataset is not None:
-        return score_episodes(work.target.dataset, work.profile, [i.name for i in work.items], workers=workers,
-                              images=images, progress=progress)
-    return score_items(work.items, work.profile, workers=workers, images=images, progress=progress)
+
+    Args:
+        target: a Dataset, or a path to a dataset, an episode, a bag or a folder of bags.
+        profile: the robot profile (a Profile or a YAML path); the dataset's own unless given (required for bags).
+        filters: which episodes of a dataset (task, outcome, status, since).
+        workers: processes that score in parallel.
+        images: run the camera checks.
+        progress: wraps the jobs to show progress.
+
+    Raises:
+        RobodataError: the target or profile cannot be used, or nothing was picked.
+    """
+    return score_work(prepare(target, profile, filters), workers=workers, images=images, progress=progress,
+                      filters=filters)
 
 
 # Where an episode is in its task, from the last segment event before a moment.
@@ -284,6 +338,7 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
                        events: dict[str, list[dict] | None]) -> None:
     """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
     episodes of a task are compared on the joints they all have, in one order."""
+    # Start-up time: consistency loads dtaidistance (~70 ms), which only a dataset-level run needs.
     from ros_robodata.quality.consistency import WARN_MIN_DEMOS, resample_trajectory, task_consistency
 
     by_task: dict[str, list[str]] = {}
@@ -297,6 +352,7 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
         trajectories = {}
         for name in names:
             report = scores[name].report
+            assert report.trajectory is not None  # only episodes with a trajectory are grouped
             times, rows = report.trajectory
             columns = [report.joint_names.index(j) for j in shared]
             try:
@@ -316,7 +372,7 @@ def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
                              'idle_joints': list(c.idle_joints), 'rest_offsets': c.rest_offsets}
             if c.outlier:
                 phase = None
-                if c.far_span is not None:
+                if c.far_span is not None and s.report.trajectory is not None:
                     times = s.report.trajectory[0]
                     middle = (c.far_span[0] + c.far_span[1]) / 2
                     phase = phase_at(events.get(name), int(times[0] + middle * (times[-1] - times[0])))
@@ -375,8 +431,6 @@ def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict]
                    openings: dict[str, float | None], profile: Profile, labelled: set[str]) -> None:
     """The success criteria from events and signals; compared with the operator's label where there is one (a
     bag on its own has none: its verdict is shown, never called a disagreement)."""
-    from ros_robodata.quality.success import evaluate_success
-
     height_joint = profile.robot.height_joint
     for episode_id, s in scores.items():
         episode_events = events.get(episode_id)

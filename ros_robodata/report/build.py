@@ -9,12 +9,13 @@ from typing import Any
 
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
-from ros_robodata.dataset.importer import episode_id_for
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, as_target, prepare, profile_for
+from ros_robodata.dataset.importers.import_common import episode_id_for
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
 from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
+from ros_robodata.quality.scoring import score_items
 from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
 from ros_robodata.report.report_signals import read_signals
@@ -39,15 +40,34 @@ def write_report(target: TargetLike, out: str | Path | None = None, *, profile: 
     """The quality report of a scored dataset (written to DATASET/report.html unless `out`), or of bags scored in
     memory (written to `out`, default ./<name>_report.html). `detail` limits the per-episode sections (timeline,
     frames) to the worst episodes, the costly part of a big dataset. `out` is never recorded data, and replaces
-    only a report of ours unless `force` (outputs.check_report_file)."""
-    resolved = as_target(target)
-    if resolved.dataset is not None:
-        chosen = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
-        return report_dataset(resolved.dataset, chosen, Path(out) if out else None, filters=filters, detail=detail,
-                              progress=progress, force=force)
-    work = prepare(resolved, profile, filters)
-    name = resolved.path.resolve().name
-    path = Path(out) if out else Path.cwd() / f'{episode_id_for(resolved.path.stem)}_{REPORT_FILE}'
+    only a report of ours unless `force` (outputs.check_report_file).
+
+    Args:
+        target: a Dataset, or a path to a dataset, an episode, a bag or a folder of bags.
+        out: the page to write.
+        profile: the robot profile; the dataset's own unless given (required for bags).
+        filters: which episodes of a dataset.
+        detail: how many of the worst episodes get figures and frames (all when None).
+        workers: processes that score bags in parallel.
+        progress: wraps the jobs to show progress.
+        force: replace `out` even when robodata did not write it.
+
+    Raises:
+        RobodataError: the target, profile or `out` cannot be used, or no bag could be scored.
+    """
+    return report_work(prepare(target, profile, filters), out, filters=filters, detail=detail, workers=workers,
+                       progress=progress, force=force)
+
+
+def report_work(work: Work, out: str | Path | None = None, *, filters: Filters | None = None,
+                detail: int | None = None, workers: int = 1, progress: Progress | None = None,
+                force: bool = False) -> ReportResult:
+    """The report of what `prepare()` resolved: a dataset from its scores, bags scored in memory first."""
+    if work.target.dataset is not None:
+        return report_dataset(work.target.dataset, work.profile, Path(out) if out else None, filters=filters,
+                              detail=detail, progress=progress, force=force)
+    name = work.target.path.resolve().name
+    path = Path(out) if out else Path.cwd() / f'{episode_id_for(work.target.path.stem)}_{REPORT_FILE}'
     return report_items(work.items, work.profile, path, name=name, workers=workers, detail=detail, progress=progress,
                         force=force)
 
@@ -77,8 +97,6 @@ def _review_queue(dataset: Dataset) -> tuple[dict[str, Any] | None, str | None]:
 def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, workers: int = 1,
                  detail: int | None = None, progress: Progress | None = None, force: bool = False) -> ReportResult:
     """Score bags on their own in memory (nothing is written beside them), then report on them into `out`."""
-    from ros_robodata.quality.scoring import score_items
-
     check_report_file(out, force=force)
     run = score_items(items, profile, workers=workers)
     scored = [ScoredEpisode(Episode(id=i.name, status='complete'), run.scores[i.name].to_json(),

@@ -29,40 +29,13 @@ from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.card import write_card
 from ros_robodata.export.lerobot.frame_labels import flags_per_tick, kept_runs, labels_per_tick
 from ros_robodata.export.lerobot.lerobot_files import ExportFiles
-from ros_robodata.export.lerobot.lerobot_video import CODECS, even_size
+from ros_robodata.export.lerobot.lerobot_options import LeRobotOptions
+from ros_robodata.export.lerobot.lerobot_video import even_size
 from ros_robodata.export.lerobot.meta import write_meta
-from ros_robodata.export.lerobot.policy import Candidate, Policy, Selection, select
+from ros_robodata.export.lerobot.policy import Candidate, Selection, select
 from ros_robodata.export.lerobot.sampling import ACTION_TYPES, EpisodeGrid, grid_episode
 from ros_robodata.profile import Profile
 from ros_robodata.version import __version__
-
-
-@dataclass(frozen=True)
-class LeRobotOptions:
-    """How the export is written; the policy says which episodes and frames go in."""
-
-    policy: Policy = field(default_factory=Policy)
-    fps: int | None = None  # None: the first exported camera's rate_hz, else 30
-    cameras: tuple[str, ...] | None = None  # None: every camera of the profile
-    action_topic: str | None = ''  # '': the profile's actions topic when numeric; None: the next state
-    codec: str = 'h264'
-    crf: int = 23
-    gop: int = 2  # a key frame every 2 frames, as LeRobot encodes: random access for training
-    data_file_mb: float = layout.DATA_FILE_MB
-    video_file_mb: float = layout.VIDEO_FILE_MB
-
-    def check(self) -> None:
-        self.policy.check()
-        if self.fps is not None and not 1 <= self.fps <= 1000:
-            raise RobodataError(f'--fps must be 1..1000, got {self.fps}')
-        if self.codec not in CODECS:
-            raise RobodataError(f'--codec: {self.codec!r} is not one of {", ".join(CODECS)}')
-        if not 0 <= self.crf <= 63:
-            raise RobodataError(f'--crf must be 0..63, got {self.crf}')
-        if self.gop < 1:
-            raise RobodataError(f'--gop must be at least 1, got {self.gop}')
-        if not (self.data_file_mb > 0 and self.video_file_mb > 0):
-            raise RobodataError('--data-file-mb and --video-file-mb must be above 0')
 
 
 @dataclass
@@ -138,7 +111,7 @@ def _camera_frames(bag: Path, profile: Profile, grid: EpisodeGrid, order: np.nda
     """(camera, position in `order`, RGB frame) for every kept tick, in tick order per camera; each picked frame
     is decoded once, even when it serves two ticks."""
     topic_of = {c.topic: c.name for c in profile.topics.cameras if c.name in cameras}
-    wanted = {name: {} for name in cameras}
+    wanted: dict[str, dict[int, list[int]]] = {name: {} for name in cameras}  # camera -> frame -> positions
     for pos, tick in enumerate(order):
         for name in cameras:
             wanted[name].setdefault(int(grid.camera_picks[name][tick]), []).append(pos)

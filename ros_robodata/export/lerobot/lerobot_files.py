@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -13,10 +13,8 @@ import pyarrow.parquet as pq
 
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.errors import ExportError
+from ros_robodata.export.lerobot.lerobot_options import LeRobotOptions
 from ros_robodata.export.lerobot.lerobot_video import VideoFile
-
-if TYPE_CHECKING:
-    from ros_robodata.export.lerobot.exporter import LeRobotOptions
 
 
 class ExportFiles:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -15,13 +15,11 @@ from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.lerobot_files import ExportFiles
+from ros_robodata.export.lerobot.lerobot_options import LeRobotOptions
 from ros_robodata.export.lerobot.policy import Selection
 from ros_robodata.export.lerobot.sampling import NEXT_STATE
 from ros_robodata.profile import JOINT_STATE, Profile
 from ros_robodata.version import __version__
-
-if TYPE_CHECKING:
-    from ros_robodata.export.lerobot.exporter import LeRobotOptions
 
 
 def _vector_feature(names: list[str]) -> dict[str, Any]:
@@ -41,8 +39,8 @@ def write_meta(root: Path, dataset: Dataset, profile: Profile, options: LeRobotO
             for key, value in values.items():
                 stat_columns.setdefault(f'stats/{feature}/{key}', []).append(np.asarray(value).tolist())
     table = pa.Table.from_pylist(rows)
-    for column, values in stat_columns.items():
-        table = table.append_column(column, pa.array(values))
+    for column, column_values in stat_columns.items():
+        table = table.append_column(column, pa.array(column_values))
     path = root / layout.EPISODES_PATH.format(chunk_index=0, file_index=0)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)

@@ -30,7 +30,7 @@ from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
-from ros_robodata.dataset.importer import Imported, ImportOptions, episode_id_for, source_record
+from ros_robodata.dataset.importers.import_common import Imported, ImportOptions, episode_id_for, source_record
 from ros_robodata.dataset.lerobot_features import ACTION_NAMES, STATE_NAMES, feature_names, is_vector, vector_feature
 from ros_robodata.dataset.sources import Recording, content_id
 from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
@@ -356,10 +356,11 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
         with staging_folder(dataset, episode_id) as staging:
             frames, missing = _write_bag(staging / 'bag', source, episode, start_ns, options, raw_images, profile)
             notes = [f'{key}: {n} of {frames} frame(s) have no video frame' for key, n in missing.items()]
-            info = {'episode_index': episode.index, 'codebase_version': source.version, 'fps': source.fps,
-                    'frames': frames, 'clock': 'source_start_ns' if 'source_start_ns' in extra else 'fixed epoch',
-                    **{k: extra[k] for k in ('source_episode_id', 'source_part', 'split', 'score', 'review')
-                       if k in extra}}
+            info: dict[str, Any] = {
+                'episode_index': episode.index, 'codebase_version': source.version, 'fps': source.fps,
+                'frames': frames, 'clock': 'source_start_ns' if 'source_start_ns' in extra else 'fixed epoch',
+                **{k: extra[k] for k in ('source_episode_id', 'source_part', 'split', 'score', 'review')
+                   if k in extra}}
             record = Episode(
                 id=episode_id, task=episode.task or options.task,
                 operator=str(extra.get('operator') or options.operator),

@@ -8,9 +8,10 @@ from pathlib import Path
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
-from ros_robodata.dataset.importer import Imported, ImportOptions, episode_id_for, remove_source, source_record
+from ros_robodata.dataset.importers.import_common import Imported, ImportOptions, episode_id_for, source_record
 from ros_robodata.dataset.sources import Recording, content_id
 from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
+from ros_robodata.dataset.transfer import remove_source
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import COMPRESSED_IMAGE, Profile
 
