@@ -30,11 +30,13 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check ros_robodata test bench tools
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q test
 
 lint: setup
 	$(VENV)/bin/ruff check ros_robodata test bench tools
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 
 # The documentation site, offline: docs/cli.md from the parser, then MkDocs into build/site/ (no warning allowed).
 docs: setup

@@ -16,7 +16,7 @@ Building a message from ``encode_pointcloud``::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -40,7 +40,7 @@ XYZ = ('x', 'y', 'z')
 
 def cloud_dtype(fields: Iterable[Any], point_step: int, bigendian: bool) -> np.dtype:
     """The structured dtype of one stored point, padding included, in the message's byte order."""
-    order = '>' if bigendian else '<'
+    order: Literal['>', '<'] = '>' if bigendian else '<'
     names: list[str] = []
     formats: list[Any] = []
     offsets: list[int] = []
@@ -76,6 +76,7 @@ def pointcloud_to_numpy(msg: Any) -> np.ndarray:
     height, width = int(msg.height), int(msg.width)
     point_step, row_step = int(msg.point_step), int(msg.row_step)
     stored = cloud_dtype(msg.fields, point_step, bool(msg.is_bigendian))
+    assert stored.names is not None and stored.fields is not None  # cloud_dtype's dtype is structured
     packed = np.dtype([(name, _native(stored.fields[name][0])) for name in stored.names])
     if height < 0 or width < 0:
         raise BagError(f'pointcloud: negative size {height}x{width}')
@@ -113,12 +114,14 @@ def _native(dtype: np.dtype) -> np.dtype:
 def pointcloud_xyz(msg: Any, drop_invalid: bool = True) -> np.ndarray:
     """The x, y, z of every point as (N, 3) float64; rows with NaN or Inf dropped if ``drop_invalid``."""
     points = pointcloud_to_numpy(msg)
-    missing = [name for name in XYZ if name not in (points.dtype.names or ())]
+    names, layout = points.dtype.names, points.dtype.fields
+    assert names is not None and layout is not None  # pointcloud_to_numpy's points are structured
+    missing = [name for name in XYZ if name not in names]
     if missing:
-        present = ', '.join(points.dtype.names)
+        present = ', '.join(names)
         raise BagError(f'pointcloud: no {"/".join(missing)} field; the fields are {present}')
     for name in XYZ:
-        if points.dtype.fields[name][0].shape:
+        if layout[name][0].shape:
             raise BagError(f'pointcloud: field {name!r} has count > 1, expected a scalar coordinate')
     xyz = np.stack([points[name].astype(np.float64) for name in XYZ], axis=1)
     if drop_invalid:
@@ -142,10 +145,12 @@ def encode_pointcloud(points: np.ndarray) -> dict[str, Any]:
         raise BagError(f'pointcloud: structured points must be (N,) or (H, W), got shape {array_.shape}')
     height, width = (1, array_.shape[0]) if array_.ndim == 1 else array_.shape
     fields, little = _fields_of(array_.dtype)
+    names = array_.dtype.names
+    assert names is not None  # structured, or made so by _xyz_records
     stored = np.zeros(array_.shape, little)
-    for name in array_.dtype.names:
+    for name in names:
         stored[name] = array_[name]
-    finite = [np.isfinite(array_[name]).all() for name in XYZ if name in array_.dtype.names]
+    finite = [np.isfinite(array_[name]).all() for name in XYZ if name in names]
     return {
         'height': height,
         'width': width,
@@ -176,8 +181,10 @@ def _fields_of(dtype: np.dtype) -> tuple[list[dict[str, Any]], np.dtype]:
     fields: list[dict[str, Any]] = []
     formats: list[Any] = []
     offsets: list[int] = []
-    for name in dtype.names:
-        field_type, offset = dtype.fields[name][:2]
+    names, layout = dtype.names, dtype.fields
+    assert names is not None and layout is not None  # encode_pointcloud passes a structured dtype
+    for name in names:
+        field_type, offset = layout[name][:2]
         base, shape = field_type.subdtype if field_type.subdtype is not None else (field_type, ())
         element = base.newbyteorder('=')
         if element not in DATATYPE_OF or len(shape) > 1:
@@ -192,8 +199,7 @@ def _fields_of(dtype: np.dtype) -> tuple[list[dict[str, Any]], np.dtype]:
         little = element.newbyteorder('<')
         formats.append(little if not shape else (little, shape))
         offsets.append(offset)
-    names = list(dtype.names)
-    twin = np.dtype({'names': names, 'formats': formats, 'offsets': offsets, 'itemsize': dtype.itemsize})
+    twin = np.dtype({'names': list(names), 'formats': formats, 'offsets': offsets, 'itemsize': dtype.itemsize})
     return fields, twin
 
 

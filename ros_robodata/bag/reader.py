@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any, cast
 
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import StreamReader
@@ -418,7 +418,8 @@ class _ScannedMcap(_Source):
         with self.file.open('rb') as f:
             # Reads capped at what the file holds: a record whose length field claims 80 TB is damage, not a
             # reason to allocate 80 TB.
-            reader = StreamReader(_Bounded(f, self.file.stat().st_size), emit_chunks=True, validate_crcs=False)
+            bounded = cast(IO[bytes], _Bounded(f, self.file.stat().st_size))  # the file, its reads capped
+            reader = StreamReader(bounded, emit_chunks=True, validate_crcs=False)
             self.bad_chunks = []
             try:
                 for record in reader.records:

@@ -7,6 +7,7 @@ its own PCD column. A frame that cannot be written raises ExportError naming wha
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,10 @@ def cloud_points(msg: Any, msgtype: str, *, crop: tuple[float, ...] | None = Non
     if not all(axis in names for axis in ('x', 'y', 'z')):
         raise ExportError(f'pointcloud: no x/y/z fields (it has {", ".join(names)})')
     source = int(points.shape[0])
+    fields = points.dtype.fields
+    assert fields is not None  # a structured dtype (it has x, y and z)
     # subarray fields (count > 1) have no single PCD column
-    scalar = [n for n in names if points.dtype.fields[n][0].subdtype is None]
+    scalar = [n for n in names if fields[n][0].subdtype is None]
     points = points[scalar]
     if crop is not None:
         lo, hi = crop[:3], crop[3:]
@@ -92,11 +95,12 @@ def _voxel_down(points: np.ndarray, voxel: float) -> np.ndarray:
     _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     out = np.zeros(counts.shape[0], points.dtype)
+    fields: Mapping[str, tuple[Any, ...]] = points.dtype.fields or {}  # every name below is one of them
     for name in points.dtype.names or ():
         sums = np.zeros(counts.shape[0], np.float64)
         np.add.at(sums, inverse, points[name].astype(np.float64))
         mean = sums / counts
-        out[name] = np.rint(mean) if points.dtype.fields[name][0].kind in 'iu' else mean
+        out[name] = np.rint(mean) if fields[name][0].kind in 'iu' else mean
     return out
 
 
@@ -106,17 +110,18 @@ def write_pcd(path: Path, points: np.ndarray) -> str:
 
     cloud = o3d.t.geometry.PointCloud()
     xyz = np.stack([points[a] for a in ('x', 'y', 'z')], axis=1)
-    cloud.point.positions = o3d.core.Tensor(np.ascontiguousarray(xyz, dtype=np.float64 if xyz.dtype == np.float64
-                                                                 else np.float32))
+    # open3d's stubs make Tensor's dtype and device required; the binding defaults both (from the array, CPU)
+    cloud.point.positions = o3d.core.Tensor(np.ascontiguousarray(  # type: ignore[call-overload]
+        xyz, dtype=np.float64 if xyz.dtype == np.float64 else np.float32))
     for name in points.dtype.names or ():
         if name in ('x', 'y', 'z'):
             continue
         column = points[name]
         if column.dtype == np.int8:
             column = column.astype(np.int16)  # open3d's PCD writer has no signed 8-bit column
-        cloud.point[name] = o3d.core.Tensor(np.ascontiguousarray(column.reshape(-1, 1)))
+        cloud.point[name] = o3d.core.Tensor(np.ascontiguousarray(column.reshape(-1, 1)))  # type: ignore[call-overload]
     tmp = path.with_name(path.stem + '.partial.pcd')  # open3d picks the format by the extension
-    if not o3d.t.io.write_point_cloud(str(tmp), cloud, write_ascii=False):
+    if not o3d.t.io.write_point_cloud(tmp, cloud, write_ascii=False):
         tmp.unlink(missing_ok=True)
         raise ExportError(f'{path}: open3d could not write the point cloud')
     digest = hashlib.sha256(tmp.read_bytes()).hexdigest()

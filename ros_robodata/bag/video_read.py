@@ -12,13 +12,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import av
 import av.logging
 import cv2
 import numpy as np
 from av.container import InputContainer
+from av.sidedata.sidedata import SideDataContainer
 from av.sidedata.sidedata import Type as SideDataType
 from av.video.stream import VideoStream
 
@@ -93,7 +94,7 @@ def _video_stream(container: InputContainer, path: Path) -> VideoStream:
         if not s.disposition & (av.stream.Disposition.attached_pic | av.stream.Disposition.timed_thumbnails)
     ]
     if not candidates:
-        kinds = sorted({s.type for s in container.streams}) or ['none']
+        kinds: list[str] = sorted({s.type for s in container.streams}) or ['none']
         raise _unreadable(path, f'no video stream (streams: {", ".join(kinds)})')
     stream = next((s for s in candidates if s.disposition & av.stream.Disposition.default), candidates[0])
     if stream.codec_context is None:
@@ -264,7 +265,8 @@ def _display_matrix(frame: av.VideoFrame) -> tuple[int, ...] | None:
 
     PyAV exposes only the rounded angle (VideoFrame.rotation); flips need the matrix itself.
     """
-    for side_data in frame.side_data:
+    # PyAV's stub says Frame.side_data is one SideData; it is the container of them
+    for side_data in cast(SideDataContainer, frame.side_data):
         if side_data.type == SideDataType.DISPLAYMATRIX:
             values = np.frombuffer(bytes(side_data), dtype=np.int32)
             if values.size == 9:

@@ -16,13 +16,14 @@ import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import Writer
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2.errors import WriterError
+from rosbags.rosbag2.storage_mcap import McapWriter
 from rosbags.typesys.store import Typestore
 
 from ros_robodata.bag.types import ROS_DISTRO, typestore
@@ -102,7 +103,7 @@ class BagWriter:
         if self._writer.compression_mode == CompressionMode.STORAGE:
             # rosbags compresses chunks at zstd level 3; a rig's cameras outrun that on one core.
             # Level 1 is what rosbag2's `zstd_fast` preset records with.
-            self._writer.storage.compressor = self._compress_chunk
+            self._mcap().compressor = self._compress_chunk
         if self.storage == 'mcap':
             self._hashed = _HashedFile(self._writer.storage)
             _write_chunk_crcs(self._writer.storage, self._hashed)
@@ -124,8 +125,13 @@ class BagWriter:
                 sums[path.name] = file_sha256(path)
         return sums
 
+    def _mcap(self) -> McapWriter:
+        """The open MCAP storage, whose chunks this writer steers (rosbags types `Writer.storage` as its plugin
+        protocol, or None when closed)."""
+        return cast(McapWriter, self._writer.storage)
+
     def _compress_chunk(self, data: bytes) -> bytes:
-        storage = self._writer.storage
+        storage = self._mcap()
         if self._compress_now is not None and not self._compress_now():
             storage.compression = ''  # rosbags reads it right after this call, for this chunk's records
             self.chunks_uncompressed += 1
@@ -181,10 +187,11 @@ class BagWriter:
         if storage is None:
             return
         if self.storage == 'mcap':
-            if storage.chunk.bio.tell():
-                storage.close_chunk()
-            storage.bio.flush()  # now in the OS: survives the process being killed
-            self._sync_in_background(storage.bio.fileno())
+            mcap = self._mcap()
+            if mcap.chunk.bio.tell():
+                mcap.close_chunk()
+            mcap.bio.flush()  # now in the OS: survives the process being killed
+            self._sync_in_background(mcap.bio.fileno())
 
     def _sync_in_background(self, fd: int) -> None:
         """fsync (survives power loss) off the writing thread: it can take long on a busy disk, and the

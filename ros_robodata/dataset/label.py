@@ -10,7 +10,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ros_robodata.errors import AnnotationError
 
@@ -39,6 +39,14 @@ class Source:
 
     def to_json(self) -> dict[str, str]:
         return {'tool': self.tool, 'project': self.project, 'task': self.task, 'item': self.item}
+
+
+class OnFrame(TypedDict):
+    """Where a box, polygon or tag label sits, as `Label` keyword arguments (`Label(..., **on_frame)`)."""
+
+    frame: int
+    frame_id: str
+    sensor: str
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,7 @@ class Label:
         out: dict[str, Any] = {'kind': self.kind, 'value': self.value, 'annotator': self.annotator,
                                'time': self.time, 'source': self.source.to_json()}
         if self.kind == SEGMENT:
+            assert self.start_s is not None and self.end_s is not None  # __post_init__ refuses a segment without
             out['start_s'], out['end_s'] = round(float(self.start_s), 4), round(float(self.end_s), 4)
         if self.kind in (BOX, POLYGON, TAG):
             out['frame'] = self.frame

@@ -123,7 +123,7 @@ def _bag_files(path: Path) -> list[Path]:
     return storage
 
 
-def find_recordings(paths: Iterable[str | Path], *, videos: bool = True) -> list[Recording]:
+def find_recordings(paths: Iterable[str | os.PathLike[str]], *, videos: bool = True) -> list[Recording]:
     """Every recording at or under `paths`, in a stable order; a bag folder is never searched inside.
     RobodataError for a path that does not exist or holds no recording at all."""
     found: list[Recording] = []

@@ -10,6 +10,7 @@ latched topic (the URDF, /tf_static) from before the window is repeated at its t
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +107,7 @@ def read_ranges(path: Path, origin_ns: int) -> list[Window]:
         rows = rows[1:]
     if not rows:
         raise RobodataError(f'{path}: no ranges in it (expected rows: start, end[, task[, outcome]])')
-    windows = []
+    windows: list[Window] = []
     for n, row in rows:
         where = f'{path}:{n}'
         if len(row) < 2 or len(row) > 4:
@@ -202,7 +203,7 @@ def _activity_windows(reader: BagReader, gap_s: float, profile: Profile | None, 
         if joint_topic is None:
             activity(message.t_ns)
             continue
-        joints = read_joints(message.data, lambda m=message: reader.decode(m))
+        joints = read_joints(message.data, functools.partial(reader.decode, message))
         moved = False
         for name, value in zip(joints.names, joints.position, strict=False):
             if (arm is not None and name not in arm) or not math.isfinite(value):

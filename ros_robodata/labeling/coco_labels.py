@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata import untrusted
-from ros_robodata.dataset.label import BOX, POLYGON, Label, Source, class_path
+from ros_robodata.dataset.label import BOX, POLYGON, Label, OnFrame, Source, class_path
 from ros_robodata.errors import AnnotationError, RobodataError
 from ros_robodata.labeling.frame_names import episode_of, frame_index, sensor_of
 from ros_robodata.labeling.taxonomy import Taxonomy
@@ -83,9 +83,9 @@ def coco_labels(path: Path, known: Collection[str], *, episode: str | None, anno
         if episode and not image.get('episode_id'):
             episode_id = episode
         index = frame_index(file_name)
-        frame = {'frame': index if index is not None else int(image['id']),
-                 'frame_id': str(image.get('frame_id') or ''),
-                 'sensor': str(image.get('sensor') or sensor_of(file_name))}
+        frame: OnFrame = {'frame': index if index is not None else int(image['id']),
+                          'frame_id': str(image.get('frame_id') or ''),
+                          'sensor': str(image.get('sensor') or sensor_of(file_name))}
         source = Source('coco', path.name, '', str(ann.get('id', n)))
         value = paths[ann['category_id']]
         confidence = ann.get('score')

@@ -12,9 +12,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Collection
 from pathlib import Path
+from typing import TypedDict
 
 from ros_robodata import untrusted
-from ros_robodata.dataset.label import BOX, POLYGON, TAG, Label, Source, class_path
+from ros_robodata.dataset.label import BOX, POLYGON, TAG, Label, OnFrame, Source, class_path
 from ros_robodata.errors import AnnotationError, RobodataError
 from ros_robodata.labeling.frame_names import episode_of, frame_index, sensor_of
 
@@ -82,6 +83,15 @@ def _points(element: ET.Element, where: str) -> tuple[tuple[float, float], ...]:
         raise AnnotationError(f'{where}: <{element.tag}> points are not "x,y;x,y;..."') from None
 
 
+class _TrackShape(TypedDict):
+    """A track's shape on one frame, as `Label` keyword arguments."""
+
+    frame: int
+    track: str
+    keyframe: bool
+    occluded: bool
+
+
 def video_labels(path: Path, known: Collection[str], *, episode: str | None,
                  annotator: str | None) -> dict[str, list[Label]]:
     """Labels of a CVAT for video 1.1 file, per episode."""
@@ -104,8 +114,8 @@ def video_labels(path: Path, known: Collection[str], *, episode: str | None,
             if _flag(shape, 'outside'):
                 continue
             source = Source('cvat', name, task_id, f'track{track_id}/{frame}')
-            common = {'frame': frame, 'track': f'{task_id}/{track_id}', 'keyframe': _flag(shape, 'keyframe'),
-                      'occluded': _flag(shape, 'occluded')}
+            common: _TrackShape = {'frame': frame, 'track': f'{task_id}/{track_id}',
+                                   'keyframe': _flag(shape, 'keyframe'), 'occluded': _flag(shape, 'occluded')}
             if shape.tag == 'box':
                 labels.append(Label(BOX, value, who, updated, source, box=_box(shape, at), **common))
             else:
@@ -147,8 +157,9 @@ def image_labels(path: Path, known: Collection[str], *, episode: str | None,
             raise AnnotationError(f'{at}: an image without a name')
         episode_id = episode_of(image_name, known, fixed=episode, where=at)
         index = frame_index(image_name)
-        frame = {'frame': index if index is not None else int(image.attrib.get('id', 0)),
-                 'sensor': sensor_of(image_name), 'frame_id': f'{episode_id}/{index:06d}' if index is not None else ''}
+        frame: OnFrame = {'frame': index if index is not None else int(image.attrib.get('id', 0)),
+                          'sensor': sensor_of(image_name),
+                          'frame_id': f'{episode_id}/{index:06d}' if index is not None else ''}
         labels = out.setdefault(episode_id, [])
         for k, shape in enumerate(image):
             value = class_path(shape.attrib.get('label', ''))

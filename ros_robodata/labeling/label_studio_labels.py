@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ros_robodata.dataset.label import BOX, POLYGON, SEGMENT, TAG, VERDICT, Label, Source, class_path
+from ros_robodata.dataset.label import BOX, POLYGON, SEGMENT, TAG, VERDICT, Label, OnFrame, Source, class_path
 from ros_robodata.errors import AnnotationError
 
 TOOL = 'label_studio'
@@ -101,14 +101,15 @@ def _result_labels(result: Mapping[str, Any], data: Mapping[str, Any], annotator
         if kind in ('rectanglelabels', 'polygonlabels'):
             width, height = float(result['original_width']), float(result['original_height'])
             classes = value.get(kind) or []
-            frame = {'frame': _frame_index(data), 'frame_id': str(data.get('frame_id', '')),
-                     'sensor': str(data.get('sensor', ''))}
+            on_frame: OnFrame = {'frame': _frame_index(data), 'frame_id': str(data.get('frame_id', '')),
+                                 'sensor': str(data.get('sensor', ''))}
             if kind == 'rectanglelabels':
                 box = (value['x'] * width / 100, value['y'] * height / 100, value['width'] * width / 100,
                        value['height'] * height / 100)
-                return [Label(BOX, class_path(c), annotator, when, source, box=box, **frame) for c in classes]
+                return [Label(BOX, class_path(c), annotator, when, source, box=box, **on_frame) for c in classes]
             points = tuple((x * width / 100, y * height / 100) for x, y in value['points'])
-            return [Label(POLYGON, class_path(c), annotator, when, source, points=points, **frame) for c in classes]
+            return [Label(POLYGON, class_path(c), annotator, when, source, points=points, **on_frame)
+                    for c in classes]
         if kind == 'videorectangle':
             width, height = float(result.get('original_width') or 100), float(result.get('original_height') or 100)
             out = []

@@ -171,7 +171,7 @@ def write_episode_video(frames: Sequence[CameraImage], *, root: Path, rel: str, 
     height, width = first.shape[:2]
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f'.{target.stem}.tmp{target.suffix}')
-    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*'mp4v'), float(fps), (width, height))
+    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter.fourcc(*'mp4v'), float(fps), (width, height))
     if not writer.isOpened():
         raise TaskFileError(f'{target}: OpenCV cannot write mp4v video here; rerun with video disabled')
     try:

@@ -212,7 +212,7 @@ def _check_params(launch: ET.Element) -> list[str]:
 
 
 def _check_substitutions(launch: ET.Element, declared: set[str]) -> list[str]:
-    problems = []
+    problems: list[str] = []
     for el in launch.iter():
         for attr, value in el.attrib.items():
             where = f'{_describe(el)} {attr}="{value}"'

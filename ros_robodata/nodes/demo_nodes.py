@@ -129,9 +129,9 @@ class _Demo:
             spinning.clear()
             if spinner is not None:
                 spinner.join(2.0)
-            for node in (recorder, segmenter, monitor, sim):
-                if node is not None:
-                    node.destroy_node()
+            for made in (recorder, segmenter, monitor, sim):
+                if made is not None:
+                    made.destroy_node()
             if rclpy.ok():
                 rclpy.shutdown()
         if not interrupted:

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
@@ -23,6 +23,8 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.paths import config_path
 from ros_robodata.record.host_check import PROFILE_ENV, RIG_PROFILE
 from ros_robodata.record.priority import ANALYSIS_NICENESS, lower_this_thread
+
+N = TypeVar('N', bound=Node)
 
 
 def declare(node: Node, name: str, default: Any, description: str, *, read_only: bool = True) -> Any:
@@ -148,17 +150,18 @@ def make_executor(fast: bool = True) -> Any:
 
 
 def run_node(
-    make: Callable[[], Node],
+    make: Callable[[], N],
     args: list[str] | None = None,
     *,
-    on_shutdown: Callable[[Node, str], None] | None = None,
-    after_start: Callable[[Node], None] | None = None,
+    on_shutdown: Callable[[N, str], None] | None = None,
+    after_start: Callable[[N], None] | None = None,
 ) -> int:
     """Create and spin a node until Ctrl-C/SIGTERM, then let it close cleanly; user errors are one line."""
+    # nodes[0] below is the one node, the one `make` made
     return run_nodes(
         [make], args,
-        on_shutdown=None if on_shutdown is None else lambda nodes, reason: on_shutdown(nodes[0], reason),
-        after_start=None if after_start is None else lambda nodes: after_start(nodes[0]),
+        on_shutdown=None if on_shutdown is None else lambda nodes, reason: on_shutdown(cast(N, nodes[0]), reason),
+        after_start=None if after_start is None else lambda nodes: after_start(cast(N, nodes[0])),
     )
 
 

@@ -153,7 +153,7 @@ class PlayerNode(Node):
     def _play(self) -> None:
         publishers = self._played
 
-        def publish(topic: PlayedTopic, data: bytes) -> None:
+        def publish(topic: PlayedTopic, data: bytes | memoryview) -> None:
             publisher = publishers.get(topic.topic)
             if publisher is not None:
                 publisher.publish(data)

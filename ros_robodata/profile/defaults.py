@@ -55,8 +55,8 @@ def _default(f: dataclasses.Field[Any]) -> str:
     if f.default is not dataclasses.MISSING:
         return 'null' if f.default is None else repr(f.default).lower() if isinstance(f.default, bool) else \
             str(f.default)
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        value = f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
         return '[]' if value == [] else '(section)' if dataclasses.is_dataclass(value) else str(value)
     return REQUIRED
 

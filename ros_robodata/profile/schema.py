@@ -187,16 +187,16 @@ class Topics:
         command = self.gripper.command if self.gripper is not None else None
         if command is not None:
             where = {spec.topic: spec for key, _, spec in self.entries() if key != 'gripper'}
-            spec = where.get(command.topic)
-            if spec is None:
+            commanded = where.get(command.topic)
+            if commanded is None:
                 raise _Invalid(f'{command.topic!r} is not recorded: list it under actions, joint_states or extra',
                                'gripper.command.topic')
-            if spec.type not in COMMAND_TYPES:
-                raise _Invalid(f'{command.topic!r} is a {spec.type}: a gripper command is read from a '
+            if commanded.type not in COMMAND_TYPES:
+                raise _Invalid(f'{command.topic!r} is a {commanded.type}: a gripper command is read from a '
                                f'{", ".join(COMMAND_TYPES)}', 'gripper.command.topic')
-            if (spec.type == JOINT_STATE) != (command.joint is not None):
+            if (commanded.type == JOINT_STATE) != (command.joint is not None):
                 why = ('name the gripper joint in that JointState' if command.joint is None else
-                       f'{spec.type} has no joints: leave joint out')
+                       f'{commanded.type} has no joints: leave joint out')
                 raise _Invalid(why, 'gripper.command.joint')
 
     @property

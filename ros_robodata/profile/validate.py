@@ -10,7 +10,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 T = TypeVar('T')
 
@@ -166,9 +166,9 @@ def _convert(tp: Any, value: object, key: str, check: Callable[[Any], None] | No
         if not isinstance(value, str) or value not in allowed:
             choices = ', '.join(repr(a) for a in allowed)
             raise _Invalid(f'expected one of {choices}, got {_show(value)}', key)
-        result = value
+        result: Any = value
     elif dataclasses.is_dataclass(tp):
-        result = _build(tp, value, key)
+        result = _build(cast('type[Any]', tp), value, key)  # an annotation: the dataclass, never an instance
     else:
         result = _at(key, _scalar, tp, value)
     if check is not None:

@@ -67,7 +67,7 @@ class BatchQuality:
             if role == _URDF:
                 self.flush()
                 self._first(message.t_ns)
-                self.checks.add(message.topic, message.t_ns, message.data, lambda m=message: self._decode(m))
+                self.checks.add(message.topic, message.t_ns, message.data, self._decoder(message))
                 return
             self._camera(message, self._seq + len(chunk))
         if message.topic in self._header_only:
@@ -91,7 +91,7 @@ class BatchQuality:
         topic, data = message.topic, message.data
         stamp = header_stamp_ns(data) if q._stamped[topic] else None
         at = stamp or message.t_ns
-        q._frame(topic, at, lambda m=message: self._decode(m), data)
+        q._frame(topic, at, self._decoder(message), data)
         if topic in q.sync:
             self._frames.setdefault(topic, []).append((seq, at))
 

@@ -271,7 +271,8 @@ def task_consistency(trajectories: dict[str, np.ndarray], task: str, *, names: S
     typical = [j for j in range(len(ids)) if not outliers[j]]
     out: dict[str, Consistency] = {}
     for j, episode in enumerate(ids):
-        reference, far_joints, far_span = '', (), None
+        reference, far_span = '', None
+        far_joints: tuple[str, ...] = ()
         if outliers[j] and typical:
             r = min((t for t in typical if t != j), key=lambda t: matrix[j, t], default=None)
             if r is not None:

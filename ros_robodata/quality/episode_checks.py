@@ -125,8 +125,9 @@ class EpisodeQuality:
 
             for cam in t.cameras:
                 self.cameras[cam.topic] = CameraWatch(cam.topic, cam.name, ImageLimits(blur_threshold=q.blur_threshold))
-        for cam in t.cameras if self.joint_topic else ():
-            self.sync[cam.topic] = SyncWatch(cam.topic, self.joint_topic, q.max_sync_skew_ms)
+        if self.joint_topic:
+            for cam in t.cameras:
+                self.sync[cam.topic] = SyncWatch(cam.topic, self.joint_topic, q.max_sync_skew_ms)
         self._camera_topics = {cam.topic for cam in t.cameras}
         self._urdf_topics = {spec.topic for _, spec in profile.all_topics()
                              if spec.type == 'std_msgs/msg/String' and 'robot_description' in spec.topic}
@@ -167,7 +168,8 @@ class EpisodeQuality:
         if role is None and topic != self._gripper_topic:
             return fired
         try:
-            gripper = read_gripper(data, self.gripper.joint, decode) if topic == self._gripper_topic else None
+            gripper = (read_gripper(data, self.gripper.joint, decode)
+                       if self.gripper is not None and topic == self._gripper_topic else None)
             if role in (_JOINTS, _COMMAND):
                 reading: Any = read_joints(data, decode)
             elif role == _WRENCH:

@@ -155,8 +155,8 @@ class LiveQuality:
         with self._lock:
             self._judge_spikes(now_ns)
             self._settle_late(now_ns)
-            for (check, topic), (last, count) in list(self._fired.items()):
-                if now_ns - last > hold_ns:
+            for (check, topic), (last_fired, count) in list(self._fired.items()):
+                if now_ns - last_fired > hold_ns:
                     del self._fired[(check, topic)]
                     continue
                 if check == 'timing.silent':

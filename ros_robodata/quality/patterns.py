@@ -74,12 +74,12 @@ def explain_stuck_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
                 seen[0], seen[1] = min(seen[0], low), max(seen[1], high)
     changed = 0
     for report in reports.values():
-        spans = report.motion_detail.get('stuck') or {}
+        stuck = report.motion_detail.get('stuck') or {}
         for k, finding in enumerate(report.findings):
             name = _subject(finding)
-            if finding.check != STUCK or finding.severity != WARN or name not in spans or name not in readings:
+            if finding.check != STUCK or finding.severity != WARN or name not in stuck or name not in readings:
                 continue
-            why = explain_stuck(name, spans[name], readings[name], commands.get(name))
+            why = explain_stuck(name, stuck[name], readings[name], commands.get(name))
             if why:
                 held = finding.message.split(' while ', 1)[-1].split(' (', 1)[0]
                 report.findings[k] = replace(finding, severity=INFO, message=f'{name} held still while {held}: '

@@ -358,6 +358,7 @@ class KeysScreen:
                 if ours is not None:
                     self._end(ours, self.last.status if self.last and self.last.episode_id == ours else '')
                 if recording is not None:
+                    assert match is not None  # recording is its first group
                     self._ended.discard(recording)
                     self.episode = _Live(recording, '', now - float(match.group(2)))
             return

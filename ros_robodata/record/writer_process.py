@@ -323,7 +323,8 @@ def _child_main(conn_in: Any, conn_out: Any, dataset_root: str, settings: Record
                     topics.append(topic)
                     value = None
                 elif name == 'order':
-                    value = recorder.order(*args)
+                    recorder.order(*args)
+                    value = None
                 elif name == 'close':
                     value = recorder.close(*args)
                     send(('reply', command_id, True, value))

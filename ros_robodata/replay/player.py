@@ -8,11 +8,13 @@ there, so a viewer opened mid-episode still has the robot model.
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.errors import ReplayError
@@ -22,7 +24,15 @@ from ros_robodata.replay.replay_plan import PlayedTopic, parse_remaps, plan_topi
 # Read-ahead: at most this many bytes or messages waiting per lane (a second of three VGA cameras is ~80 MB).
 _AHEAD_BYTES = 96 * 1024 * 1024
 _AHEAD_COUNT = 20_000
-_END = object()
+
+
+class _End(enum.Enum):
+    """The mark a lane gets where the bag ends (a one-member enum: type checkers narrow `is _END`)."""
+
+    END = enum.auto()
+
+
+_END: Final = _End.END
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,7 @@ class Replay:
 
     # -- playing ---------------------------------------------------------------------------------------------------
 
-    def play(self, publish: Callable[[PlayedTopic, bytes], None]) -> None:
+    def play(self, publish: Callable[[PlayedTopic, bytes | memoryview], None]) -> None:
         """Publish every message at its time through `publish(topic, cdr_bytes)`; returns at the end or on stop()."""
         self.clock.start()
         threads = [threading.Thread(target=self._read_ahead, name='replay-read', daemon=True)]
@@ -165,7 +175,7 @@ class Replay:
                 thread.join(timeout=5)
             self.reader.close()
 
-    def _publish_loop(self, lane: _Lane, publish: Callable[[PlayedTopic, bytes], None]) -> None:
+    def _publish_loop(self, lane: _Lane, publish: Callable[[PlayedTopic, bytes | memoryview], None]) -> None:
         while not self._stopping:
             item = self._take(lane)
             if item is None:
@@ -214,7 +224,7 @@ class Replay:
                    and lane.items[0][1] is not _END]
         return t_ns <= min(heads + waiting, default=t_ns)
 
-    def _take(self, lane: _Lane) -> tuple[int, object] | None:
+    def _take(self, lane: _Lane) -> tuple[int, BagMessage | _End] | None:
         with lane.cond:
             while not lane.items and not self._stopping:
                 lane.cond.wait(0.1)
@@ -246,8 +256,8 @@ class Replay:
                     with self.clock.changed:
                         self.clock.changed.wait(0.1)
 
-    def _put(self, lane: _Lane, generation: int, message: object) -> None:
-        size = 0 if message is _END else len(message.data)  # type: ignore[attr-defined]
+    def _put(self, lane: _Lane, generation: int, message: BagMessage | _End) -> None:
+        size = 0 if message is _END else len(message.data)
         with lane.cond:
             while (lane.size > _AHEAD_BYTES or len(lane.items) > _AHEAD_COUNT) and not self._stopping \
                     and generation == self.clock.generation:

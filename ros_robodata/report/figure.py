@@ -77,6 +77,7 @@ def timeline_png(ep: ScoredEpisode, signals: EpisodeSignals, profile: Profile, d
         topic = str(f.get('topic') or '')
         color = ERROR_COLOR if f.get('severity') == 'error' else WARN_COLOR
         ranges = [(ep.seconds(int(a)), ep.seconds(int(b))) for a, b in f['ranges_ns'][:MAX_SPANS]]
+        targets: list[tuple[Any, int | None]]  # (the axes to shade, the lane on them or None for all of it)
         if not topic:
             targets = [(ax, None) for ax in axes]
         elif panel_of.get(topic) in drawn:
@@ -165,6 +166,7 @@ def comparison_png(signals: EpisodeSignals, reference: EpisodeSignals, joints: l
         for lines, source, style, label in ((theirs, reference, '--', reference_id),
                                             (mine, signals, '-', 'this episode')):
             x, y = lines[source.joint_names.index(joint)]
+            assert source.joints is not None  # both checked above
             ax.plot(100 * x / (source.joints.span_ns / 1e9), y, style, linewidth=0.9, label=label,
                     color='#1f77b4' if style == '-' else '#777777')
         if span is not None:

@@ -99,7 +99,8 @@ def _score_badge(score: float) -> str:
 
 def _verdict(quality: dict[str, Any]) -> str:
     success = quality.get('success') or {}
-    text = {True: 'success', False: 'failure'}.get(success.get('success'), '–')
+    verdicts: dict[object, str] = {True: 'success', False: 'failure'}
+    text = verdicts.get(success.get('success'), '–')
     if success.get('disagrees'):
         text += '<span class="flag">disagrees with label</span>'
     return text

@@ -24,7 +24,9 @@ def queue_html(queue: dict[str, Any] | None, problem: str | None, detailed: set[
         out.append('<p class="muted">No queue yet: <code>robodata select DATASET</code> picks the episodes worth a '
                    'reviewer\'s time.</p></section>')
         return '\n'.join(out)
-    budget = queue.get('budget') if isinstance(queue.get('budget'), dict) else {}
+    budget = queue.get('budget')
+    if not isinstance(budget, dict):
+        budget = {}
     out.append(f'<p>{_e(queue.get("picked", 0))} of {_e(queue.get("candidates", 0))} candidate episode(s) picked '
                f'(budget {_e(budget.get("asked", "?"))}), {_e(queue.get("considered", 0))} considered, '
                f'{len(queue.get("excluded") or [])} filtered out.</p>')
@@ -35,7 +37,9 @@ def queue_html(queue: dict[str, Any] | None, problem: str | None, detailed: set[
             continue
         episode = str(entry.get('episode_id', ''))
         link = f'<a href="#ep-{_e(episode)}">{_e(episode)}</a>' if episode in detailed else _e(episode)
-        reasons = entry.get('reasons') if isinstance(entry.get('reasons'), list) else []
+        reasons = entry.get('reasons')
+        if not isinstance(reasons, list):
+            reasons = []
         why = '<br>'.join(_e(r) for r in reasons) or '<span class="muted">picked to fill the budget</span>'
         score = entry.get('score')
         priority = entry.get('priority')

@@ -95,7 +95,7 @@ def _ranges_fit(findings: list[dict[str, Any]]) -> bool:
 def _check_shape(data: dict[str, Any], shape: dict[str, Any], path: Path, hint: str) -> dict[str, Any]:
     """A sidecar edited by hand or by another tool is named here, not in a TypeError halfway through the page."""
     for key, want in shape.items():
-        value = data.get(key)
+        value: Any = data.get(key)  # anything the file holds: _fits checks it
         if key in data and not (_fits(value, want) and (key != 'findings' or _ranges_fit(value))):
             raise RobodataError(f'{path}: not what robodata score writes ({key!r} holds {type(value).__name__} '
                                 f'{str(value)[:40]!r}): {hint}')

@@ -220,9 +220,9 @@ def task_agreement(episode_id: str, labels: Sequence[Label],
                 tracks[f'{label.annotator}/{label.track}'].append(label)
     ious, same_class, unmatched = [], [], 0
     class_pairs: list[tuple[str, str, str, str]] = []
-    for per in boxes.values():
-        for a, b in itertools.combinations(sorted(per), 2):
-            matches, left = _match_boxes(per[a], per[b], thresholds.match_iou)
+    for by_annotator in boxes.values():
+        for a, b in itertools.combinations(sorted(by_annotator), 2):
+            matches, left = _match_boxes(by_annotator[a], by_annotator[b], thresholds.match_iou)
             unmatched += left
             for x, y, iou in matches:
                 ious.append(iou)
@@ -264,9 +264,9 @@ def agreement(labels_by_episode: Mapping[str, Sequence[Label]], thresholds: Thre
     raters = sorted({a for t in tasks.values() for a in t.verdicts})
     verdict_cohen = {}
     for a, b in itertools.combinations(raters, 2):
-        pairs = [(t.verdicts[a], t.verdicts[b]) for t in tasks.values() if a in t.verdicts and b in t.verdicts]
-        if pairs:
-            verdict_cohen[f'{a}|{b}'] = cohen_kappa(pairs)
+        votes = [(t.verdicts[a], t.verdicts[b]) for t in tasks.values() if a in t.verdicts and b in t.verdicts]
+        if votes:
+            verdict_cohen[f'{a}|{b}'] = cohen_kappa(votes)
     verdict_fleiss = fleiss_kappa([list(t.verdicts.values()) for t in tasks.values()])
     by_pair: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for a, b, ca, cb in class_pairs:

@@ -43,8 +43,9 @@ def read_evidence(episode_dir: Path, episode_id: str, task: str, outcome: str, s
         if isinstance(score, (int, float)) and not isinstance(score, bool):
             evidence.scored, evidence.score = True, float(score)
             evidence.findings = [f for f in quality.get('findings') or [] if isinstance(f, dict)]
-            evidence.success = quality.get('success') if isinstance(quality.get('success'), dict) else {}
-            evidence.consistency = quality.get('consistency') if isinstance(quality.get('consistency'), dict) else {}
+            success, consistency = quality.get('success'), quality.get('consistency')
+            evidence.success = success if isinstance(success, dict) else {}
+            evidence.consistency = consistency if isinstance(consistency, dict) else {}
         else:
             evidence.notes.append(f'{episode_dir / QUALITY_FILE}: no score in it (not what robodata score writes)')
     events = _read(episode_dir / EVENTS_FILE, evidence)

@@ -40,6 +40,8 @@ def reviewer_disagreements(review_dir: Path) -> tuple[dict[str, str], str | None
     out = {}
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get('episode'), str):
-            reasons = entry.get('reasons') if isinstance(entry.get('reasons'), list) else []
+            reasons = entry.get('reasons')
+            if not isinstance(reasons, list):
+                reasons = []
             out[entry['episode']] = '; '.join(str(r) for r in reasons) or 'reviewers disagree'
     return out, None

@@ -113,7 +113,8 @@ def _clip(text: str, limit: int = 120) -> str:
 def _label_disagrees(e: Evidence) -> Signal:
     if e.success.get('disagrees') is not True:
         return Signal(0.0, '')
-    verdict = {True: 'success', False: 'failure'}.get(e.success.get('success'), 'unclear')
+    verdicts: dict[object, str] = {True: 'success', False: 'failure'}
+    verdict = verdicts.get(e.success.get('success'), 'unclear')
     return Signal(1.0, f'the success criteria say {verdict}, the operator labelled {e.outcome}: '
                        f'{_clip(str(e.success.get("message", "")))}')
 

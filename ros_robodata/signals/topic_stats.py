@@ -8,6 +8,7 @@ recorder itself had to drop is counted separately.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +55,7 @@ class TopicStats:
             return 1e9 / self.expected_rate_hz
         return self._learnt_period_ns
 
-    def update(self, t_ns: int, data: bytes | memoryview) -> None:
+    def update(self, t_ns: int, data: builtins.bytes | memoryview) -> None:  # `bytes` here is the count field
         """Account one received message (receive time t_ns, its CDR bytes)."""
         self.count += 1
         self.window_count += 1

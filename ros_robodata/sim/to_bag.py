@@ -27,6 +27,7 @@ _RECEIVE_DELAY_NS = 1_000_000
 
 def _topics(profile: Profile, cameras: bool, lidar: bool) -> dict[str, str]:
     t = profile.topics
+    assert t.joint_states is not None  # a profile for the simulated arm records its joint states
     out = {S.JOINT_STATES: t.joint_states.topic}
     if cameras:
         for cam in t.cameras:

@@ -43,8 +43,8 @@ def labels_per_tick(events: dict[str, Any], ticks: np.ndarray, fps: int) -> tupl
     for item in timeline if isinstance(timeline, list) else []:
         span = _span(item, 'start_ns', 'end_ns')
         if span is not None:
-            for k in np.flatnonzero((ticks >= span[0]) & (ticks < span[1])):
-                subtask[k] = str(item.get('name', ''))
+            for inside in np.flatnonzero((ticks >= span[0]) & (ticks < span[1])):
+                subtask[inside] = str(item.get('name', ''))
     event = [''] * len(ticks)
     half = 5e8 / fps
     found = events.get('events')

@@ -8,9 +8,11 @@ from __future__ import annotations
 import contextlib
 from fractions import Fraction
 from pathlib import Path
+from typing import cast
 
 import av
 import numpy as np
+from av.video.stream import VideoStream
 
 from ros_robodata.errors import ExportError
 from ros_robodata.files import write_cause
@@ -34,7 +36,8 @@ class VideoFile:
             raise ExportError(f'{path}: cannot write: {write_cause(err)}') from None
         try:
             self._container = av.open(self._file, 'w', format='mp4')
-            self._stream = self._container.add_stream(CODECS[codec], rate=fps)
+            # CODECS are video codecs; PyAV's types know that only of a literal codec name
+            self._stream = cast(VideoStream, self._container.add_stream(CODECS[codec], rate=fps))
         except (av.FFmpegError, KeyError) as err:
             self._file.close()
             raise ExportError(f'{path}: cannot start a {codec} video: {err}') from None

@@ -193,6 +193,7 @@ def grid_episode(bag: Path, profile: Profile, fps: float, cameras: list[str], *,
         ticks = ticks[:-1]
         after = start + np.round(np.arange(1, count) * period).astype(np.int64)
     state_rows = state.values[nearest(state.stamps, ticks)] if len(ticks) else np.zeros((0, len(state.names)))
+    source: str | None  # the action's topic (there is one when there is an action)
     if action is None:
         action_rows = state.values[nearest(state.stamps, after)] if len(ticks) else state_rows
         action_names, source = list(state.names), NEXT_STATE

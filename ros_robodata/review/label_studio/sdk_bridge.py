@@ -67,7 +67,9 @@ def push(request: dict[str, Any]) -> dict[str, Any]:
         key = (task.data or {}).get('robodata_key')
         if key:
             existing.setdefault(key, task)
-    created, updated, unchanged = [], [], []
+    created: list[str] = []
+    updated: list[str] = []
+    unchanged: list[str] = []
     new_tasks = []
     task_ids: dict[str, int] = {}
     for spec in request['tasks']:
