@@ -64,7 +64,7 @@ _EXPORTS = {
     'ExportResult': 'ros_robodata.export.frames',
     'ScheduleSpec': 'ros_robodata.export.schedule',
     'export_lerobot': 'ros_robodata.export.lerobot.exporter',
-    'LeRobotOptions': 'ros_robodata.export.lerobot.exporter',
+    'LeRobotOptions': 'ros_robodata.export.lerobot.lerobot_options',
     'LeRobotExport': 'ros_robodata.export.lerobot.exporter',
     'Policy': 'ros_robodata.export.lerobot.policy',
     'write_report': 'ros_robodata.report.build',
