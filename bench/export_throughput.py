@@ -162,7 +162,7 @@ def count_files(manifest: dict[str, Any]) -> Counter[str]:
 
 
 def run_export(bags: Bags, options: Any, out: Path, workers: int) -> Any:
-    from ros_robodata.export.frames import export_frames
+    from ros_robodata.export.frames_run import export_frames
 
     result = export_frames(bags.dataset, out, options, profile=bags.profile, workers=workers)
     if result.failed:

@@ -59,9 +59,9 @@ _EXPORTS = {
     'SegmentResult': 'ros_robodata.events.event',
     'score': 'ros_robodata.quality.scoring',
     'ScoreRun': 'ros_robodata.quality.scoring',
-    'export_frames': 'ros_robodata.export.frames',
+    'export_frames': 'ros_robodata.export.frames_run',
     'ExportOptions': 'ros_robodata.export.export_plan',
-    'ExportResult': 'ros_robodata.export.frames',
+    'ExportResult': 'ros_robodata.export.frames_run',
     'ScheduleSpec': 'ros_robodata.export.schedule',
     'export_lerobot': 'ros_robodata.export.lerobot.exporter',
     'LeRobotOptions': 'ros_robodata.export.lerobot.lerobot_options',
@@ -154,7 +154,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from ros_robodata.events.event import SegmentResult
     from ros_robodata.events.offline import SegmentRun, segment
     from ros_robodata.export.export_plan import ExportOptions
-    from ros_robodata.export.frames import ExportResult, export_frames
+    from ros_robodata.export.frames_run import ExportResult, export_frames
     from ros_robodata.export.schedule import ScheduleSpec
     from ros_robodata.profile import Profile, load_profile
     from ros_robodata.quality.scoring import ScoreRun, score

@@ -193,7 +193,7 @@ def test_frame_labels_pulled_from_label_studio_are_found_in_the_review_media(epi
     from ros_robodata.dataset.annotations import add_labels
     from ros_robodata.dataset.targets import prepare
     from ros_robodata.export.export_plan import ExportOptions
-    from ros_robodata.export.frames import export_items
+    from ros_robodata.export.frames_run import export_items
     from ros_robodata.export.schedule import ScheduleSpec
 
     root = tmp_path / 'ds'

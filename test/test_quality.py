@@ -491,12 +491,13 @@ def test_a_label_that_contradicts_the_evidence_is_flagged(scored_dataset: Path,
 
 def test_an_episode_much_jerkier_than_its_peers_is_flagged() -> None:
     from ros_robodata.quality.episode_checks import EpisodeReport
-    from ros_robodata.quality.scoring import EpisodeScore, _flag_jerky
+    from ros_robodata.quality.episode_score import EpisodeScore
+    from ros_robodata.quality.peer_judges import flag_jerky
 
     values = [-15.0, -15.5, -14.8, -15.2, -21.0, -15.1]
     scores = {f'e{i}': EpisodeScore(f'e{i}', 'pick', 'success', EpisodeReport([], {'smoothness_ldlj': v}, 0, 1))
               for i, v in enumerate(values)}
-    _flag_jerky(scores)
+    flag_jerky(scores)
     flagged = {i for i, s in scores.items() if any(f.check == 'motion.jerky' for f in s.extra)}
     assert flagged == {'e4'}
 

@@ -365,7 +365,7 @@ def test_nothing_labelled():
 
 
 def test_the_phase_of_a_moment_comes_from_the_segment_events():
-    from ros_robodata.quality.scoring import phase_at
+    from ros_robodata.quality.peer_judges import phase_at
 
     events = [{'kind': 'contact', 't_ns': 200}, {'kind': 'grasp', 't_ns': 300}, {'kind': 'lift', 't_ns': 400},
               {'kind': 'release', 't_ns': 800}]
@@ -449,13 +449,13 @@ def test_an_outlier_among_a_handful_of_demos_is_said_but_is_no_warning(count: in
     from ros_robodata.profile import profile_from_dict
     from ros_robodata.quality.consistency import WARN_MIN_DEMOS
     from ros_robodata.quality.findings import INFO, WARN
-    from ros_robodata.quality.scoring import _judge_consistency
+    from ros_robodata.quality.peer_judges import judge_consistency
 
     scores = _scored_reaches(count, odd=1)
     profile = profile_from_dict({'robot': {'name': 'arm'},
                                  'topics': {'joint_states': {'topic': '/joint_states',
                                                              'type': 'sensor_msgs/msg/JointState'}}})
-    _judge_consistency(scores, profile, {})
+    judge_consistency(scores, profile, {})
     assert scores['ep1'].consistency['outlier'] is True
     flagged = {n: [f for f in s.extra if f.check == 'consistency.outlier'] for n, s in scores.items()}
     assert [n for n, found in flagged.items() if found] == ['ep1']

@@ -21,7 +21,8 @@ from ros_robodata.cli.command_common import (
 from ros_robodata.cli.ros import node_arguments, require_ros
 from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import ExportOptions, export_work, plan_export
+from ros_robodata.export.export_plan import ExportOptions, plan_export
+from ros_robodata.export.frames_run import export_work
 from ros_robodata.export.label_tasks import TOOLS, write_task_files
 from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec

@@ -19,7 +19,7 @@ _EXPORTS = {
     'score_of': 'ros_robodata.quality.episode_checks',
     'QUALITY_FILE': 'ros_robodata.quality.scoring',
     'SUMMARY_FILE': 'ros_robodata.quality.scoring',
-    'EpisodeScore': 'ros_robodata.quality.scoring',
+    'EpisodeScore': 'ros_robodata.quality.episode_score',
     'ScoreRun': 'ros_robodata.quality.scoring',
     'score_bag': 'ros_robodata.quality.scoring',
     'score_episodes': 'ros_robodata.quality.scoring',

@@ -26,7 +26,8 @@ from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 from ros_robodata.quality.batch_pass import BatchQuality
 from ros_robodata.quality.episode_checks import EpisodeQuality, EpisodeReport, score_of
-from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding
+from ros_robodata.quality.episode_score import EpisodeScore, catalog_scores, num
+from ros_robodata.quality.findings import ERROR, Finding
 from ros_robodata.quality.outcome_mix import outcome_mix
 from ros_robodata.quality.patterns import (
     explain_jumps_over_dataset,
@@ -34,8 +35,7 @@ from ros_robodata.quality.patterns import (
     find_patterns,
     imported_outcomes,
 )
-from ros_robodata.quality.success import evaluate_success
-from ros_robodata.vocabulary import COLLISION, CONTACT, CONTACT_LOST, GRASP, GRASP_FAILED, GRASP_START, LIFT, RELEASE
+from ros_robodata.quality.peer_judges import flag_jerky, judge_consistency, judge_success
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -97,40 +97,6 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
         return scored
 
 
-@dataclass
-class EpisodeScore:
-    episode_id: str
-    task: str
-    outcome: str
-    report: EpisodeReport
-    extra: list[Finding] = field(default_factory=list)
-    success: dict[str, Any] | None = None
-    consistency: dict[str, Any] | None = None
-
-    @property
-    def findings(self) -> list[Finding]:
-        return self.report.findings + self.extra
-
-    @property
-    def score(self) -> float:
-        """In [0, 1], with what the dataset-level steps found (consistency, success, smoothness) counted in."""
-        return score_of(self.findings)[0]
-
-    @property
-    def reasons(self) -> list[str]:
-        """Why the score is below 1, worst first."""
-        return score_of(self.findings)[1]
-
-    def to_json(self) -> dict[str, Any]:
-        data = self.report.to_json()
-        score, reasons = score_of(self.findings)
-        data.update({'format': 'ros_robodata.quality/1', 'episode_id': self.episode_id, 'task': self.task,
-                     'outcome': self.outcome, 'score': score, 'reasons': reasons,
-                     'findings': [f.to_json(self.report.start_ns) for f in self.findings],
-                     'success': self.success, 'consistency': self.consistency, 'catalog': _catalog_scores(self)})
-        return data
-
-
 @dataclass(frozen=True)
 class ScoreJob:
     """One bag for a scoring worker (pickled to its process): where it is, where its results go (the episode's
@@ -185,7 +151,16 @@ def _score_one(job: ScoreJob) -> tuple[str, BagScore | str, list[dict[str, Any]]
 class ScoreRun:
     """What scoring a set of episodes or bags found: per name its score, what failed (and why), the dataset-level
     summary (outcome mix, mean score, which checks fired), the events each was judged with, and what the
-    profile's rig made impossible to check (said once, not per episode)."""
+    profile's rig made impossible to check (said once, not per episode).
+
+    Args:
+        scores: per episode or bag name, its score and findings.
+        failed: per name that could not be scored, why.
+        summary: the dataset-level summary (outcome mix, mean score, which checks fired).
+        events: per name, the segment events (grasp, release...) it was judged with; None when it had none.
+        skipped: checks the profile's rig makes impossible (no joint states, no gripper or wrench, no camera).
+        notes: per name, how its bag was read (damage skipped, sidecars not read).
+    """
 
     scores: dict[str, EpisodeScore]
     failed: dict[str, str]
@@ -231,9 +206,9 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     explain_stuck_over_dataset(reports)
     explain_jumps_over_dataset(reports)
     patterns = find_patterns(reports) if len(reports) > 1 else []
-    _judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
-    _judge_consistency(scores, profile, events)
-    _flag_jerky(scores)
+    judge_success(scores, events, openings, profile, labelled={n for n, i in by_name.items() if i.episode})
+    judge_consistency(scores, profile, events)
+    flag_jerky(scores)
     labels = {i.name: i.outcome for i in items if i.outcome is not None}
     mix = outcome_mix(labels) if labels else None
     summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
@@ -243,7 +218,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
                + ([imported_note] if imported_note else [])
                + [p.line() for p in patterns],
                'patterns': [p.to_json() for p in patterns],
-               'mean_score': _num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
+               'mean_score': num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
                if scores else None,
                'checks': _check_counts(scores.values()), 'skipped': skipped}
     return ScoreRun(scores, failures, summary, events, skipped, notes)
@@ -267,7 +242,7 @@ def score_dataset_items(dataset: Dataset, profile: Profile, items: list[Item], *
     for episode_id, s in run.scores.items():
         write_json(dataset.episode_dir(episode_id) / QUALITY_FILE, s.to_json())
         score, _ = score_of(s.findings)
-        dataset.catalog.set_scores(episode_id, score, _catalog_scores(s))
+        dataset.catalog.set_scores(episode_id, score, catalog_scores(s))
     write_json(dataset.root / SUMMARY_FILE, run.summary)
     return run
 
@@ -316,81 +291,6 @@ def score(target: TargetLike, *, profile: Profile | str | None = None, filters: 
                       filters=filters)
 
 
-# Where an episode is in its task, from the last segment event before a moment.
-_PHASE_AFTER = {GRASP_START: 'the grasp', CONTACT: 'the grasp', GRASP: 'the transport', LIFT: 'the transport',
-                RELEASE: 'the retreat after the release', CONTACT_LOST: 'the retreat after the release',
-                GRASP_FAILED: 'the time after a failed grasp', COLLISION: 'the time after a collision'}
-
-
-def phase_at(events: list[dict] | None, t_ns: int) -> str | None:
-    """The subtask an episode was in at `t_ns` by its segment events (reach, grasp, transport, retreat); None
-    without events."""
-    if not events:
-        return None
-    before = [e for e in events if isinstance(e.get('t_ns'), int) and e['t_ns'] <= t_ns and e.get('kind') in
-              _PHASE_AFTER]
-    if not before:
-        return 'the reach'
-    return _PHASE_AFTER[max(before, key=lambda e: e['t_ns'])['kind']]
-
-
-def _judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
-                       events: dict[str, list[dict] | None]) -> None:
-    """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
-    episodes of a task are compared on the joints they all have, in one order."""
-    # Start-up time: consistency loads dtaidistance (~70 ms), which only a dataset-level run needs.
-    from ros_robodata.quality.consistency import WARN_MIN_DEMOS, resample_trajectory, task_consistency
-
-    by_task: dict[str, list[str]] = {}
-    for name, s in scores.items():
-        if s.report.trajectory is not None and s.report.joint_names:
-            by_task.setdefault(s.task, []).append(name)
-    gripper = profile.topics.gripper.joint if profile.topics.gripper is not None else None
-    for task, names in by_task.items():
-        shared = [j for j in scores[names[0]].report.joint_names
-                  if all(j in scores[n].report.joint_names for n in names)]
-        trajectories = {}
-        for name in names:
-            report = scores[name].report
-            assert report.trajectory is not None  # only episodes with a trajectory are grouped
-            times, rows = report.trajectory
-            columns = [report.joint_names.index(j) for j in shared]
-            try:
-                trajectories[name] = resample_trajectory(times, np.asarray(rows)[:, columns])
-            except (ValueError, IndexError):
-                continue
-        if not shared or not trajectories:
-            continue
-        found = task_consistency(trajectories, task, names=shared, gripper=[gripper] if gripper in shared else [],
-                                 relative=profile.quality.consistency_relative)
-        for name, c in found.items():
-            s = scores[name]
-            s.consistency = {'distance': _num(c.distance), 'normalized': _num(c.normalized),
-                             'robust_z': _num(c.robust_z), 'outlier': c.outlier, 'medoid': c.medoid_id,
-                             'reference': c.reference_id or None, 'far_joints': list(c.far_joints),
-                             'far_span': list(c.far_span) if c.far_span else None,
-                             'idle_joints': list(c.idle_joints), 'rest_offsets': c.rest_offsets}
-            if c.outlier:
-                phase = None
-                if c.far_span is not None and s.report.trajectory is not None:
-                    times = s.report.trajectory[0]
-                    middle = (c.far_span[0] + c.far_span[1]) / 2
-                    phase = phase_at(events.get(name), int(times[0] + middle * (times[-1] - times[0])))
-                s.consistency['far_phase'] = phase
-                few = len(found) < WARN_MIN_DEMOS
-                s.extra.append(Finding('consistency.outlier', INFO if few else WARN, '', f'moves unlike the other '
-                                       f'{s.task!r} demonstrations: DTW distance {c.normalized:.1f}x the typical one '
-                                       f'to its nearest demos (robust z {c.robust_z:.1f}): {c.explanation()}'
-                                       + (f', during {phase}' if phase else '')
-                                       + (f' ({len(found)} demos of this task are too few to hold it against this '
-                                          f'one: under {WARN_MIN_DEMOS} it is no warning)' if few else ''),
-                                       c.robust_z, 3.5))
-            if c.rest_offsets:
-                moved = ', '.join(f'{j} {v:+.3g}' for j, v in c.rest_offsets.items())
-                s.extra.append(Finding('consistency.rest_pose', INFO, '', f'joints idle in {s.task!r} rest away '
-                                       f'from their usual pose: {moved}'))
-
-
 def skipped_checks(profile: Profile) -> list[str]:
     """What this rig's profile leaves unchecked, for a command to say once (not per episode)."""
     t = profile.topics
@@ -405,69 +305,9 @@ def skipped_checks(profile: Profile) -> list[str]:
     return out
 
 
-def _flag_jerky(scores: dict[str, EpisodeScore], z_limit: float = 3.5, floor: float = 1.0) -> None:
-    """Smoothness is judged against the other demonstrations of the task: log dimensionless jerk has no absolute
-    scale across robots and tasks, but an episode far rougher than its peers teaches a shaky policy."""
-    by_task: dict[str, list[tuple[str, float]]] = {}
-    for episode_id, s in scores.items():
-        value = s.report.metrics.get('smoothness_ldlj')
-        if value is not None:
-            by_task.setdefault(s.task, []).append((episode_id, float(value)))
-    for values in by_task.values():
-        if len(values) < 5:
-            continue
-        ldlj = np.array([v for _, v in values])
-        centre = float(np.median(ldlj))
-        spread = 1.4826 * float(np.median(np.abs(ldlj - centre)))
-        for episode_id, value in values:
-            z = (value - centre) / spread if spread > 0 else 0.0
-            if z < -z_limit and value < centre - floor:
-                scores[episode_id].extra.append(Finding(
-                    'motion.jerky', WARN, '', f'much jerkier than the other {scores[episode_id].task!r} demonstrations '
-                    f'(log dimensionless jerk {value:.1f} against a typical {centre:.1f})', value, centre - floor))
-
-
-def _judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict] | None],
-                   openings: dict[str, float | None], profile: Profile, labelled: set[str]) -> None:
-    """The success criteria from events and signals; compared with the operator's label where there is one (a
-    bag on its own has none: its verdict is shown, never called a disagreement)."""
-    height_joint = profile.robot.height_joint
-    for episode_id, s in scores.items():
-        episode_events = events.get(episode_id)
-        if episode_events is None or s.report.end_ns is None:
-            continue
-        height = None
-        if height_joint and s.report.trajectory is not None and height_joint in s.report.joint_names:
-            times, rows = s.report.trajectory
-            height = (times, rows[:, s.report.joint_names.index(height_joint)])
-        verdict = evaluate_success(episode_events, end_ns=s.report.end_ns,
-                                   gripper_opening_at_end=openings.get(episode_id), tool_height=height,
-                                   criteria=profile.success,
-                                   operator_outcome=s.outcome if episode_id in labelled else 'unknown',
-                                   lift_sensed=profile.topics.wrench is not None)
-        s.success = {'success': verdict.success, 'disagrees': verdict.disagrees, 'message': verdict.message,
-                     'criteria': [{'name': c.name, 'passed': c.passed, 'detail': c.detail} for c in verdict.criteria]}
-        if verdict.disagrees:
-            s.extra.append(Finding('success.disagrees', WARN, '', verdict.message))
-
-
-def _catalog_scores(s: EpisodeScore) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for f in s.findings:
-        counts[f.severity] = counts.get(f.severity, 0) + 1
-    return {'errors': counts.get(ERROR, 0), 'warnings': counts.get(WARN, 0),
-            'checks': sorted({f.check for f in s.findings}),
-            'consistency': (s.consistency or {}).get('normalized'),
-            'success_verdict': (s.success or {}).get('success'), 'disagrees': (s.success or {}).get('disagrees')}
-
-
 def _check_counts(scores: Iterable[EpisodeScore]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in scores:
         for check in {f.check for f in s.findings}:
             counts[check] = counts.get(check, 0) + 1
     return dict(sorted(counts.items()))
-
-
-def _num(value: float) -> float | None:
-    return None if value is None or value != value else round(float(value), 4)

@@ -19,8 +19,10 @@ from typing import Any
 from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.label import VERDICTS
+from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.frames import ExportOptions, export_items
+from ros_robodata.export.export_plan import ExportOptions
+from ros_robodata.export.frames_run import export_items
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.labeling.label_studio_labels import VERDICT_CONTROL
 from ros_robodata.labeling.label_studio_tasks import (
@@ -119,8 +121,6 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
                    ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(task specs for the bridge, episode -> why it was not made) for the episodes, media written into
     `media_dir` (frames, then one MP4 per episode)."""
-    from ros_robodata.dataset.targets import prepare
-
     work = prepare(dataset)
     chosen = set(episode_ids)
     items = [item for item in work.items if item.name in chosen]
@@ -169,8 +169,6 @@ def frame_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: Path
                 every_ns: int) -> list[dict[str, Any]]:
     """Task specs for one image task per exported camera frame of the episodes (every `every_ns`), media in
     `media_dir`; the key is the frame id and camera, so a push again finds the same task."""
-    from ros_robodata.dataset.targets import prepare
-
     work = prepare(dataset)
     chosen = set(episode_ids)
     items = [item for item in work.items if item.name in chosen]

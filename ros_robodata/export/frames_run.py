@@ -1,0 +1,210 @@
+"""Exporting many episodes or bags for labeling: each in a worker (export_episode, frames.py), an episode already
+exported with the same settings left as it is, one exported again with other settings swapped in whole, then every
+current frames.json merged into manifest.json. The front door (`export_frames`) and the command (`export_work`)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import cv2
+
+from ros_robodata.dataset.episode import check_episode_id
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
+from ros_robodata.errors import RobodataError
+from ros_robodata.events.offline import EVENTS_FILE, read_events_file
+from ros_robodata.export.export_plan import ExportOptions, ExportPlan, plan_export
+from ros_robodata.export.frames import STAGING_DIR, export_episode
+from ros_robodata.export.manifest import build_manifest, episode_is_current, refresh_manifest
+from ros_robodata.files import replace_folder, safe_path
+from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir
+from ros_robodata.profile import Profile
+
+__all__ = ['ExportJob', 'ExportResult', 'export_frames', 'export_items', 'export_work']
+
+
+@dataclass
+class ExportResult:
+    """What one export run did, for the caller to report or hand on to a labeling tool; `manifest` is what
+    DIR/manifest.json now holds.
+
+    Args:
+        out_dir: the export folder.
+        manifest: every frame exported so far into the folder (this run's and earlier runs').
+        exported: the episodes (or bags) exported by this run.
+        skipped: the episodes already exported with the same settings, left as they were.
+        failed: per episode that could not be exported, why.
+        missing: per episode, the sensors whose topic its bag lacks.
+    """
+
+    out_dir: Path
+    manifest: dict[str, Any]
+    exported: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, list[str]] = field(default_factory=dict)  # sensors whose topic an episode's bag lacks
+
+    @property
+    def files(self) -> int:
+        """How many sensor files (images, PCDs) the manifest lists."""
+        return sum(len(f['sensors']) for f in self.manifest['frames'])
+
+    @property
+    def unmatched_frames(self) -> list[dict[str, Any]]:
+        """The frames some sensor had no sample for within the tolerance."""
+        return [f for f in self.manifest['frames'] if f['unmatched']]
+
+
+@dataclass(frozen=True)
+class ExportJob:
+    """One episode (or bag) for an export worker (pickled to its process): where its bag and events are, where
+    the export goes, the plan, and the label its frames carry."""
+
+    episode_id: str
+    bag: Path
+    events_path: Path | None
+    out_dir: Path
+    plan: ExportPlan
+    task: str
+    outcome: str
+
+    @classmethod
+    def of(cls, item: Item, out_dir: Path, plan: ExportPlan) -> ExportJob:
+        events = None if item.folder is None else item.folder / EVENTS_FILE
+        return cls(item.name, item.bag, events, out_dir, plan, item.task, item.outcome or '')
+
+
+def _export_job(job: ExportJob) -> tuple[str, dict[str, Any] | str, bool]:
+    """Worker: (episode_id, frames.json document or a one-line failure, skipped because already current)."""
+    episode_id, bag, events_path, out_dir, plan = job.episode_id, job.bag, job.events_path, job.out_dir, job.plan
+    task, outcome = job.task, job.outcome
+    episode_dir: Path | None = None
+    fresh = False
+    try:
+        episode_dir = safe_path(Path(out_dir), 'episodes', check_episode_id(episode_id))
+        current = episode_is_current(episode_dir, plan.settings())
+        if current is not None:
+            return episode_id, current, True
+        fresh = not episode_dir.exists()
+        events = None
+        if events_path is not None and Path(events_path).exists():
+            events = read_events_file(Path(events_path))
+        if fresh:
+            doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task,
+                                 outcome=outcome)
+        else:
+            # exported before with other settings: staged beside it and swapped in whole (paths in frames.json
+            # are relative to the export's folder), so a failure half-way leaves the earlier export as it was
+            doc = replace_folder(episode_dir, Path(out_dir) / STAGING_DIR / episode_id, lambda staging: export_episode(
+                Path(bag), episode_id, staging, plan, events=events, task=task, outcome=outcome),
+                inner=Path('episodes', episode_id))
+        return episode_id, doc, False
+    except (RobodataError, OSError, ValueError, cv2.error) as err:
+        if fresh and episode_dir is not None:  # half an episode's frames (a disk that filled) is no export: gone
+            shutil.rmtree(episode_dir, ignore_errors=True)
+        return episode_id, ' '.join(str(err).split()) or type(err).__name__, False
+
+
+def export_items(items: list[Item], profile: Profile, out_dir: str | Path, options: ExportOptions, *,
+                 name: str = '', workers: int = 1,
+                 progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
+    """Export episodes or bags on their own (in `workers` processes), then merge every current frames.json into
+    manifest.json. An episode's events (events.json) mark its frames; a bag on its own has none."""
+    out = Path(out_dir)
+    plan = replace(plan_export(profile, options), dataset=name)
+    for item in items:
+        check_episode_id(item.name)
+    prepare_export_dir(out, force=True)  # the caller chose the folder; here only made, and checked not to be data
+    by_name = {item.name: item for item in items}
+    jobs = [ExportJob.of(item, out, plan) for item in items]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            results: Iterable[Any] = pool.map(_export_job, jobs)
+            collected = list(progress(results) if progress else results)
+    else:
+        collected = [_export_job(job) for job in (progress(jobs) if progress else jobs)]
+    result = ExportResult(out, {})
+    docs: dict[str, dict[str, Any]] = {}
+    for episode_id, doc, skipped in collected:
+        if isinstance(doc, str):
+            result.failed[episode_id] = doc
+            continue
+        (result.skipped if skipped else result.exported).append(episode_id)
+        item = by_name[episode_id]
+        docs[episode_id] = {**doc, 'task': item.task, 'outcome': item.outcome or ''}
+        if doc.get('missing_sensors'):
+            result.missing[episode_id] = list(doc['missing_sensors'])
+    if docs or not result.failed:
+        result.manifest = refresh_manifest(out, name, plan.settings(), docs, skip=set(result.failed))
+    else:  # every episode failed: an earlier export's manifest stays as it was, with the episodes it lists
+        result.manifest = build_manifest(name, plan.settings(), [])
+    return result
+
+
+def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOptions | None = None, *,
+                  profile: Profile | str | None = None, filters: Filters | None = None, workers: int = 1,
+                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+                  force: bool = False) -> ExportResult:
+    """Frames of a dataset's episodes, one episode, a bag or a folder of bags, for labeling, into `out_dir`
+    (images and PCDs, a frames.json per episode, manifest.json); the target resolved by `prepare()`, then
+    export_work.
+
+    Args:
+        target: a Dataset, or a path to a dataset, an episode, a bag or a folder of bags.
+        out_dir: the export folder (never inside a dataset or a bag).
+        options: what to export and how (cameras, rate, format...).
+        profile: the robot profile; the dataset's own unless given (required for bags).
+        filters: which episodes of a dataset.
+        workers: processes that export in parallel.
+        progress: wraps the jobs to show progress.
+        force: write into a folder that holds other files.
+
+    Raises:
+        RobodataError: the target, profile, options or folder cannot be used, or nothing was picked.
+    """
+    return export_work(prepare(target, profile, filters), out_dir, options, filters=filters, workers=workers,
+                       progress=progress, force=force)
+
+
+def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None = None, *,
+                filters: Filters | None = None, workers: int = 1,
+                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, force: bool = False
+                ) -> ExportResult:
+    """Export what `prepare()` resolved. Options and `out_dir` are checked before anything is written: never
+    inside a dataset or a bag, never over a manifest.json robodata did not write, and a folder holding other
+    files needs `force` (outputs.prepare_export_dir).
+
+    Args:
+        work: the target, its profile and the chosen episodes or bags.
+        out_dir: the export folder.
+        options: what to export and how.
+        filters: the filters `work` was chosen with, to say why nothing was picked.
+        workers: processes that export in parallel.
+        progress: wraps the jobs to show progress.
+        force: write into a folder that holds other files.
+
+    Raises:
+        RobodataError: the options or folder cannot be used, or nothing was picked.
+    """
+    options = options or ExportOptions()
+    plan_export(work.profile, options)
+    if not work.items:
+        raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
+    check_export_outside_dataset(Path(out_dir))
+    created = not Path(out_dir).exists()
+    prepare_export_dir(Path(out_dir), force=force)
+    name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name
+    try:
+        result = export_items(work.items, work.profile, out_dir, options, name=name, workers=workers,
+                              progress=progress)
+    except BaseException:
+        if created:  # a folder this run made holds nothing worth keeping when it stopped half-way
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    if created and not result.exported and not result.skipped:
+        shutil.rmtree(out_dir, ignore_errors=True)  # every episode failed: no folder of an export that is not
+    return result
