@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import IO, Any, cast
 
 from mcap.records import Channel, Chunk, Message, Schema
-from mcap.stream_reader import StreamReader
+from mcap.stream_reader import StreamReader, breakup_chunk
 from rosbags.interfaces import MessageDefinitionFormat, Qos, QosDurability
 from rosbags.rosbag2 import Reader
 from rosbags.serde import SerdeError
@@ -28,6 +28,7 @@ from rosbags.typesys.store import Typestore
 
 from ros_robodata.bag.types import own_message_definitions
 from ros_robodata.errors import BagError
+from ros_robodata.files import read_yaml
 from ros_robodata.vocabulary import BAG_SUFFIXES
 
 STORAGE_SUFFIXES = BAG_SUFFIXES
@@ -58,12 +59,20 @@ class BagMessage:
 
 
 class BagReader:
-    """Open a bag for reading; use as a context manager.
-
-    Raises BagError with one line when nothing at `path` is readable as a bag.
+    """A recorded bag read in time order, whole or up to its damage (a truncated MCAP from a crashed recorder);
+    use as a context manager.
     """
 
     def __init__(self, path: str | Path) -> None:
+        """Open every storage file of the bag and read its metadata; messages are read only when asked for.
+
+        Args:
+            path: a bag folder (with or without metadata.yaml), or one .mcap or .db3 file.
+
+        Raises:
+            BagError: nothing at `path` is readable as a bag (missing, not a bag, a listed file absent, a storage
+                file that cannot be opened and is not a damaged MCAP).
+        """
         self.path = Path(path)
         self.notes: list[str] = []
         self.metadata: dict[str, Any] | None = None
@@ -103,6 +112,7 @@ class BagReader:
 
     @property
     def topics(self) -> dict[str, TopicInfo]:
+        """Every topic in the bag (type, message count, QoS, embedded definition), by name, sorted."""
         merged: dict[str, TopicInfo] = {}
         for source in self._sources:
             for info in source.topics.values():
@@ -114,10 +124,12 @@ class BagReader:
 
     @property
     def message_count(self) -> int:
+        """How many messages the bag holds (as found so far in a damaged file)."""
         return sum(source.message_count for source in self._sources)
 
     @property
     def start_ns(self) -> int | None:
+        """Receive time of the first message; None for a bag without messages."""
         starts = [s.start_ns for s in self._sources if s.message_count]
         return min(starts) if starts else None
 
@@ -129,12 +141,14 @@ class BagReader:
 
     @property
     def duration_ns(self) -> int:
+        """From the first message to the last; 0 for a bag without messages."""
         if self.start_ns is None or self.end_ns is None:
             return 0
         return self.end_ns - self.start_ns
 
     @property
     def size_bytes(self) -> int:
+        """The storage files' size on disk."""
         return sum(f.stat().st_size for f in self.files)
 
     @property
@@ -160,6 +174,14 @@ class BagReader:
 
         Split bags are read file after file (rosbag2 splits in time order). Memory stays bounded
         by one chunk whatever the bag's length.
+
+        Args:
+            topics: the topics to read, e.g. the arm's joint states and a camera; None reads every topic.
+            start_ns: the first receive time wanted (inclusive); None: from the start of the recording.
+            stop_ns: the receive time to stop at (exclusive); None: to the end of the recording.
+
+        Raises:
+            BagError: a topic in `topics` is not in the bag.
         """
         wanted = None if topics is None else set(topics)
         if wanted is not None and (unknown := wanted - set(self.topics)):
@@ -179,7 +201,15 @@ class BagReader:
         return self._typestore
 
     def decode(self, message: BagMessage) -> Any:
-        """Deserialize one message; BagError names the topic and type when that is impossible."""
+        """Deserialize one message (a JointState, an Image...) from its stored CDR bytes, with the definitions
+        the bag embeds.
+
+        Args:
+            message: a message from messages() of this bag.
+
+        Raises:
+            BagError: the type has no definition, or the bytes do not decode as it (the topic and time named).
+        """
         store = self.typestore
         if message.msgtype not in store.fielddefs:
             msg = (f'{self.path}: cannot decode {message.topic}: unknown message type {message.msgtype!r} '
@@ -220,11 +250,21 @@ class BagReader:
         start_ns: int | None = None,
         stop_ns: int | None = None,
     ) -> Iterator[tuple[BagMessage, Any]]:
-        """Like messages(), each paired with its decoded message object."""
+        """Like messages(), each paired with its decoded message object, for code that needs the fields.
+
+        Args:
+            topics: the topics to read; None reads every topic.
+            start_ns: the first receive time wanted (inclusive); None: from the start of the recording.
+            stop_ns: the receive time to stop at (exclusive); None: to the end of the recording.
+
+        Raises:
+            BagError: a topic in `topics` is not in the bag, or a message cannot be decoded.
+        """
         for message in self.messages(topics, start_ns, stop_ns):
             yield message, self.decode(message)
 
     def close(self) -> None:
+        """Release the bag's storage files (the `with` block does it on leaving)."""
         for source in self._sources:
             source.close()
         self._sources = []
@@ -275,8 +315,6 @@ def _is_file(path: Path) -> bool:
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:
-    from ros_robodata.files import read_yaml
-
     data = read_yaml(path, BagError)
     if not isinstance(data, dict) or not isinstance(data.get('rosbag2_bagfile_information'), dict):
         raise BagError(f'{path}: not rosbag2 metadata (no rosbag2_bagfile_information)')
@@ -494,8 +532,6 @@ def _definition(msgdef: Any) -> str | None:
 
 
 def _chunk_records(chunk: Chunk) -> list[Any]:
-    from mcap.stream_reader import breakup_chunk
-
     return breakup_chunk(chunk, validate_crc=True)
 
 

@@ -106,6 +106,7 @@ def _voxel_down(points: np.ndarray, voxel: float) -> np.ndarray:
 
 def write_pcd(path: Path, points: np.ndarray) -> str:
     """Binary PCD with open3d's tensor API, every scalar field kept as its own column; returns its sha256."""
+    # Start-up time: open3d (~550 ms, dash and plotly with it) loads only when a PCD file is written.
     import open3d as o3d
 
     cloud = o3d.t.geometry.PointCloud()

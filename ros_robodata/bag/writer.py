@@ -56,7 +56,7 @@ def qos_profile(*, reliable: bool = True, latched: bool = False, depth: int = 10
 
 
 class BagWriter:
-    """One bag directory, written once; use as a context manager.
+    """One bag directory, written once, that any rosbag2 tool can read; use as a context manager.
 
     Leaving the `with` block by an exception still closes the bag properly: what was recorded is
     kept, indexed and described in metadata.yaml.
@@ -71,6 +71,18 @@ class BagWriter:
         custom_data: Mapping[str, str] | None = None,
         compress_now: Callable[[], bool] | None = None,
     ) -> None:
+        """Say how the bag will be written; nothing is created before open() (or entering the `with` block).
+
+        Args:
+            path: the bag folder to create; it must not exist yet.
+            storage: 'mcap' (chunked, recoverable after a crash) or 'sqlite3'.
+            compression: 'zstd' (each MCAP chunk compressed) or 'none'.
+            custom_data: key/value text stored in metadata.yaml (the episode id, the task...).
+            compress_now: asked at each chunk; False stores it uncompressed (a recorder behind catches up).
+
+        Raises:
+            BagError: an unknown storage or compression.
+        """
         if storage not in STORAGES:
             msg = f'{path}: unknown storage {storage!r}; expected one of {sorted(STORAGES)}'
             raise BagError(msg)
@@ -96,6 +108,11 @@ class BagWriter:
         self._syncing: threading.Thread | None = None
 
     def open(self) -> BagWriter:
+        """Create the bag folder and its storage file, so topics can be added and messages written.
+
+        Raises:
+            BagError: the bag folder cannot be created (made meanwhile by another process, no permission).
+        """
         try:
             self._writer.open()
         except WriterError as err:
@@ -114,7 +131,11 @@ class BagWriter:
     def sha256(self) -> dict[str, str]:
         """After close: each file of the bag and its SHA-256. The MCAP file's is summed as it was written (reading
         a finished bag again to fingerprint it cost the writer a second pass over every byte at each episode's
-        end); metadata.yaml, a few kB, is read. A sqlite3 bag's database is read once here."""
+        end); metadata.yaml, a few kB, is read. A sqlite3 bag's database is read once here.
+
+        Raises:
+            BagError: the bag is still open.
+        """
         if self._open:
             raise BagError(f'{self.path}: checksums are known once the bag is closed')
         sums = {}
@@ -141,8 +162,18 @@ class BagWriter:
         return zstd.compress(data, level=ZSTD_LEVEL)
 
     def add_topic(self, topic: str, msgtype: str, *, qos: Qos | None = None, store: Typestore | None = None) -> None:
-        """Declare a topic; its definition (embedded in the bag) comes from `store`, by default
-        ROS 2 Jazzy's and ros_robodata's types."""
+        """Declare a topic before its first message; its definition (embedded in the bag, so it reads anywhere)
+        comes from `store`, by default ROS 2 Jazzy's and ros_robodata's types.
+
+        Args:
+            topic: the topic name, e.g. /joint_states.
+            msgtype: its message type, e.g. sensor_msgs/msg/JointState.
+            qos: the QoS it was offered with (replayed as recorded); None: reliable, volatile, depth 10.
+            store: the type store holding `msgtype`'s definition.
+
+        Raises:
+            BagError: the topic was added already, or `store` does not know `msgtype`.
+        """
         if topic in self._topics:
             msg = f'{self.path}: topic {topic} added twice'
             raise BagError(msg)
@@ -155,10 +186,25 @@ class BagWriter:
         )
 
     def has_topic(self, topic: str) -> bool:
+        """Whether add_topic() declared `topic`, so a recorder adds a topic discovered late only once.
+
+        Args:
+            topic: the topic name.
+        """
         return topic in self._topics
 
     def write(self, topic: str, t_ns: int, data: bytes | memoryview) -> None:
-        """Write one message's CDR bytes, exactly as received, at receive time `t_ns`."""
+        """Write one message's CDR bytes, exactly as received, at receive time `t_ns` (never decoded, so every
+        field stays as the driver sent it).
+
+        Args:
+            topic: a topic declared with add_topic().
+            t_ns: the receive time, ns since the epoch (the bag's time axis).
+            data: the serialized message.
+
+        Raises:
+            BagError: `topic` was not declared.
+        """
         try:
             connection = self._topics[topic]
         except KeyError:
@@ -166,7 +212,16 @@ class BagWriter:
         self._writer.write(connection, t_ns, data)
 
     def write_message(self, topic: str, t_ns: int, message: Any) -> None:
-        """Serialize a rosbags message object and write it."""
+        """Serialize a rosbags message object and write it, for messages made here (a simulation, an import).
+
+        Args:
+            topic: a topic declared with add_topic().
+            t_ns: the receive time, ns since the epoch.
+            message: a rosbags message object of the topic's type.
+
+        Raises:
+            BagError: `topic` was not declared.
+        """
         connection = self._topics.get(topic)
         if connection is None:
             raise BagError(f'{self.path}: write to undeclared topic {topic}')
@@ -202,7 +257,11 @@ class BagWriter:
         self._syncing.start()
 
     def close(self) -> None:
-        """Finish the file (index, summary) and write metadata.yaml."""
+        """Finish the file (index, summary) and write metadata.yaml, so the bag is whole and indexed.
+
+        Raises:
+            RobodataError: metadata.yaml cannot be written (disk full, no permission).
+        """
         if not self._open:
             return
         self._open = False

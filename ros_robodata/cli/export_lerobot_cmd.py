@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from ros_robodata.cli.command_common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
@@ -97,6 +98,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fps(result: Any) -> Any:
-    import json
-
     return json.loads((result.out_dir / 'meta' / 'info.json').read_text())['fps']

@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if not folder.exists():
         raise RobodataError(f'{folder}: no such episode or bag')
     player = require_ros('player_node', 'replay')
+    # Optional dependency: session_node imports rclpy, which the command line works without (require_ros checked).
     from ros_robodata.nodes.session_node import parameters
 
     with tempfile.TemporaryDirectory(prefix='robodata-replay-') as scratch:

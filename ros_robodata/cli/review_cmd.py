@@ -17,6 +17,8 @@ from ros_robodata.labeling.taxonomy import Taxonomy, load_taxonomy
 from ros_robodata.paths import config_path
 from ros_robodata.review.agreement import Agreement, Thresholds, agreement, write_disagreements
 from ros_robodata.review.apply import current_labels, import_annotations
+from ros_robodata.review.label_studio.client import read_token
+from ros_robodata.review.label_studio.server_sync import pull, push, review_dir
 from ros_robodata.review.machine import machine_report
 from ros_robodata.vocabulary import parse_duration
 
@@ -142,9 +144,6 @@ def _taxonomy(path: str | None) -> Taxonomy:
 
 
 def run_push(args: argparse.Namespace) -> int:
-    from ros_robodata.review.label_studio.client import read_token
-    from ros_robodata.review.label_studio.server_sync import push, review_dir
-
     dataset = _dataset(args.dataset)
     token = read_token(args.token_file)
     media = Path(args.media) if args.media else review_dir(dataset) / 'media'
@@ -170,9 +169,6 @@ def run_push(args: argparse.Namespace) -> int:
 
 
 def run_pull(args: argparse.Namespace) -> int:
-    from ros_robodata.review.label_studio.client import read_token
-    from ros_robodata.review.label_studio.server_sync import pull
-
     dataset = _dataset(args.dataset)
     result = pull(dataset, url=args.label_studio, project=args.project, token=read_token(args.token_file),
                   thresholds=_thresholds(args))

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.errors import DatasetError
+
 
 def current_user() -> str:
     try:
@@ -43,8 +45,6 @@ def append_audit(path: Path, action: str, episode_id: str | None, who: str | Non
 
 def check_audit_writable(path: Path) -> None:
     """DatasetError (one line) unless a line can be appended to `path` now: checked before a change is made."""
-    from ros_robodata.errors import DatasetError
-
     if path.exists() and not path.is_file():
         raise DatasetError(f'{path}: not a file: no change is made without its audit line (move it away)')
     try:
@@ -57,8 +57,6 @@ def check_audit_writable(path: Path) -> None:
 
 def read_audit(path: Path) -> Iterator[dict]:
     """The entries in order; DatasetError naming the line that is not one (a hand edit, a cut write)."""
-    from ros_robodata.errors import DatasetError
-
     if not path.exists():
         return
     with path.open(encoding='utf-8', errors='replace') as f:

@@ -6,6 +6,10 @@
       audit.jsonl             who changed what, when
       episodes/<id>/bag/      the rosbag2 bag, never rewritten
       episodes/<id>/episode.yaml
+
+Why one module: the methods of Dataset keep episode.yaml, its catalog row and its audit line changing together (all
+or none), and much of its length is their Args and Raises for the front door; what they build on has modules of its
+own (catalog.py, episode.py, audit.py, sidecars.py).
 """
 
 from __future__ import annotations
@@ -50,9 +54,18 @@ def is_dataset(path: Path) -> bool:
 
 
 class Dataset:
-    """Open with Dataset.open(path) or make one with Dataset.create(path, ...)."""
+    """A folder of recorded episodes with their catalog and audit log, the unit every command works on.
+
+    Open with Dataset.open(path) or make one with Dataset.create(path, ...).
+    """
 
     def __init__(self, root: Path, info: dict[str, Any]) -> None:
+        """The dataset at `root` as dataset.yaml describes it; nothing is read or checked (use open() or create()).
+
+        Args:
+            root: the dataset folder.
+            info: the content of its dataset.yaml (schema version, name, robot profile snapshot).
+        """
         self.root = root
         self.info = info
         self.catalog = Catalog(root / 'catalog.sqlite')
@@ -63,7 +76,18 @@ class Dataset:
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], *, name: str | None = None, profile: Any = None) -> Dataset:
-        """Make a new, empty dataset; refuses a folder that already holds one."""
+        """Make a new, empty dataset; refuses a folder that already holds one (or anything else).
+
+        Args:
+            path: the folder to make it in (absent or empty).
+            name: the dataset's name; None: the folder's name.
+            profile: the robot profile its episodes are recorded with, kept as a snapshot; None: set it later.
+
+        Raises:
+            DatasetError: `path` holds a dataset, is a file or a folder that is not empty, or the catalog cannot
+                be made there.
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
+        """
         root = Path(path)
         if is_dataset(root):
             raise DatasetError(f'{root}: a dataset exists here already')
@@ -91,7 +115,15 @@ class Dataset:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, check_catalog: bool = True) -> Dataset:
-        """Open a dataset; check_catalog=False lets a broken catalog be rebuilt."""
+        """Open a dataset made by Dataset.create (or `robodata record`/`import`), its description checked.
+
+        Args:
+            path: the dataset folder (the one holding dataset.yaml).
+            check_catalog: check catalog.sqlite now; False lets a broken catalog be rebuilt.
+
+        Raises:
+            DatasetError: no dataset.yaml, one robodata did not write or a newer schema, or a broken catalog.
+        """
         root = Path(path)
         file = root / DATASET_FILE
         if not file.is_file():
@@ -120,15 +152,30 @@ class Dataset:
 
     @classmethod
     def open_or_create(cls, path: str | Path, *, profile: Any = None) -> Dataset:
+        """The dataset at `path`, made when absent: where a recording session or an import writes.
+
+        Args:
+            path: the dataset folder.
+            profile: the robot profile a new dataset gets; an existing one keeps its own.
+
+        Raises:
+            DatasetError: `path` is not a dataset and cannot become one, or its description or catalog is broken.
+        """
         return cls.open(path) if is_dataset(Path(path)) else cls.create(path, profile=profile)
 
     @property
     def name(self) -> str:
+        """The dataset's name from dataset.yaml (its folder's name when it has none)."""
         return str(self.info.get('name', self.root.name))
 
     @property
     def profile(self) -> Profile:
-        """The robot profile the dataset was recorded with (its snapshot in dataset.yaml)."""
+        """The robot profile the dataset was recorded with (its snapshot in dataset.yaml).
+
+        Raises:
+            DatasetError: dataset.yaml holds no robot profile.
+            ProfileError: the snapshot is not a valid profile (edited by hand).
+        """
         snapshot = (self.info.get('robot_profile') or {}).get('content')
         if not snapshot:
             raise DatasetError(f'{self.root}: dataset.yaml holds no robot profile; pass --profile')
@@ -136,10 +183,20 @@ class Dataset:
 
     @property
     def has_profile(self) -> bool:
+        """Whether dataset.yaml holds a robot profile (a dataset made by an import may have none yet)."""
         return bool((self.info.get('robot_profile') or {}).get('content'))
 
     def set_profile(self, profile: Any, who: str | None = None) -> None:
-        """Give a dataset made without a robot profile its snapshot (never replaces one it has)."""
+        """Give a dataset made without a robot profile its snapshot (never replaces one it has).
+
+        Args:
+            profile: the robot profile its episodes were recorded with.
+            who: who asked, for the audit log; None: the current user.
+
+        Raises:
+            DatasetError: the dataset has a robot profile already.
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
+        """
         if self.info.get('robot_profile'):
             raise DatasetError(f'{self.root}: has a robot profile already')
         self.info['robot_profile'] = {'source': str(getattr(profile, 'source', '')), 'sha256': profile.sha256,
@@ -150,18 +207,48 @@ class Dataset:
     # -- episodes -------------------------------------------------------------------------------
 
     def episode_dir(self, episode_id: str) -> Path:
+        """The episode's folder (episodes/<id>), where its bag, episode.yaml and results are.
+
+        Args:
+            episode_id: the episode.
+
+        Raises:
+            DatasetError: `episode_id` is not a valid id (it becomes a folder name, never a path).
+        """
         return self.episodes_dir / check_episode_id(episode_id)
 
     def bag_dir(self, episode_id: str) -> Path:
+        """The episode's bag folder (episodes/<id>/bag), never rewritten once recorded.
+
+        Args:
+            episode_id: the episode.
+
+        Raises:
+            DatasetError: `episode_id` is not a valid id.
+        """
         return self.episode_dir(episode_id) / 'bag'
 
     def new_episode_id(self, now: float | None = None) -> str:
-        """A readable, sortable id (UTC start time); reserves its folder so two recorders never share one."""
+        """A readable, sortable id (UTC start time); reserves its folder so two recorders never share one.
+
+        Args:
+            now: the episode's start (s since the epoch); None: now.
+
+        Raises:
+            DatasetError: no free id is left for that second.
+        """
         return self.reserve_episode_id(time.strftime('%Y%m%d-%H%M%S', time.gmtime(time.time() if now is None else now)))
 
     def reserve_episode_id(self, wanted: str) -> str:
         """`wanted`, or wanted-2, wanted-3 ... when an episode (or a reserved folder) has that name; the folder is
-        created empty, so two recorders or importers never take the same id."""
+        created empty, so two recorders or importers never take the same id.
+
+        Args:
+            wanted: the id asked for (a recording's name, a start time).
+
+        Raises:
+            DatasetError: `wanted` is not a valid id, or no free id is left.
+        """
         check_episode_id(wanted)
         self.episodes_dir.mkdir(parents=True, exist_ok=True)
         for n in range(1, 10_000):
@@ -174,7 +261,16 @@ class Dataset:
         raise DatasetError(f'{self.episodes_dir}: cannot allocate an episode id for {wanted}')
 
     def add_episode(self, episode: Episode, who: str | None = None) -> Episode:
-        """Register a new episode (its folder may already hold the bag)."""
+        """Register a new episode (its folder may already hold the bag): episode.yaml, catalog row, audit line.
+
+        Args:
+            episode: the episode's description.
+            who: who recorded or imported it, for the audit log; None: the current user.
+
+        Raises:
+            DatasetError: the episode exists already, its id is invalid, or the catalog cannot be written.
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
+        """
         self.episode_dir(episode.id).mkdir(parents=True, exist_ok=True)
         if (self.episode_dir(episode.id) / 'episode.yaml').exists():
             raise DatasetError(f'{self.root}: episode {episode.id} exists already')
@@ -184,18 +280,34 @@ class Dataset:
         return episode
 
     def save_episode(self, episode: Episode) -> None:
-        """Write episode.yaml and refresh its catalog row (no audit entry: see set_outcome/set_status)."""
+        """Write episode.yaml and refresh its catalog row (no audit entry: see set_outcome/set_status).
+
+        Args:
+            episode: the episode's description, as it now is.
+
+        Raises:
+            DatasetError: its id is invalid, or the catalog cannot be written.
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
+        """
         write_episode(self.episode_dir(episode.id) / 'episode.yaml', episode)
         self.catalog.upsert(episode, **self.bag_stats(episode))
 
     def episode(self, episode_id: str) -> Episode:
+        """The episode as its episode.yaml describes it (the catalog is only an index over these files).
+
+        Args:
+            episode_id: the episode.
+
+        Raises:
+            DatasetError: no such episode, or its episode.yaml is missing or unreadable.
+        """
         path = self.episode_dir(episode_id) / 'episode.yaml'
         if not path.parent.is_dir():
             raise DatasetError(f'{self.root}: no episode {episode_id}')
         return read_episode(path)
 
     def episode_ids(self) -> list[str]:
-        """Every episode folder with an episode.yaml, sorted."""
+        """Every episode folder with an episode.yaml, sorted: the episodes as the files say, whatever the catalog."""
         if not self.episodes_dir.is_dir():
             return []
         return sorted(p.name for p in self.episodes_dir.iterdir()
@@ -204,6 +316,16 @@ class Dataset:
     def list(
         self, *, task: str | None = None, status: str | None = None, outcome: str | None = None
     ) -> list[CatalogRow]:
+        """The catalog's rows, filtered, for a quick look at many episodes without reading each episode.yaml.
+
+        Args:
+            task: only episodes of this task.
+            status: only episodes with this status (recording, complete, discarded...).
+            outcome: only episodes with this outcome (success, failure, recovery...).
+
+        Raises:
+            DatasetError: the catalog cannot be read.
+        """
         clauses, params = [], []
         for column, value in (('task', task), ('status', status), ('outcome', outcome)):
             if value is not None:
@@ -212,11 +334,37 @@ class Dataset:
         return self.catalog.query(' AND '.join(clauses), tuple(params))
 
     def set_outcome(self, episode_id: str, outcome: str, who: str | None = None, reason: str = '') -> Episode:
+        """Label how the episode ended (what a training set is chosen by), with its audit line, or change nothing.
+
+        Args:
+            episode_id: the episode.
+            outcome: one of OUTCOMES (success, failure, recovery...).
+            who: who labelled it, for the audit log; None: the current user.
+            reason: why, for the audit log.
+
+        Raises:
+            DatasetError: an unknown outcome or episode, a read-only dataset or catalog, or an audit line that
+                cannot be written (the change is undone).
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
+        """
         if outcome not in OUTCOMES:
             raise DatasetError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
         return self._change(episode_id, 'outcome', outcome, who, reason)
 
     def set_status(self, episode_id: str, status: str, who: str | None = None, reason: str = '') -> Episode:
+        """Change where the episode stands (complete, discarded...), with its audit line, or change nothing.
+
+        Args:
+            episode_id: the episode.
+            status: one of STATUSES.
+            who: who changed it, for the audit log; None: the current user.
+            reason: why, for the audit log.
+
+        Raises:
+            DatasetError: an unknown status or episode, a read-only dataset or catalog, or an audit line that
+                cannot be written (the change is undone).
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
+        """
         if status not in STATUSES:
             raise DatasetError(f'status {status!r} is not one of {", ".join(STATUSES)}')
         return self._change(episode_id, 'status', status, who, reason)
@@ -248,6 +396,14 @@ class Dataset:
     # -- integrity ------------------------------------------------------------------------------
 
     def bag_files(self, episode_id: str) -> builtins.list[Path]:
+        """The files of the episode's bag (storage files and metadata.yaml), sorted; [] when it has no bag.
+
+        Args:
+            episode_id: the episode.
+
+        Raises:
+            DatasetError: `episode_id` is not a valid id.
+        """
         bag = self.bag_dir(episode_id)
         if not bag.is_dir():
             return []
@@ -258,10 +414,13 @@ class Dataset:
         """Fingerprint the bag's files now, so later corruption or edits are detectable.
 
         Args:
-            episode_id: The episode.
-            who: Who asked, for the audit log.
-            known: Sums already taken of the files as they were written (BagWriter.sha256); files it does not
-                name are read.
+            episode_id: the episode.
+            who: who asked, for the audit log; None: the current user.
+            known: sums taken as the files were written (BagWriter.sha256); files it does not name are read.
+
+        Raises:
+            DatasetError: no such episode, its episode.yaml is unreadable, or the catalog cannot be written.
+            RobodataError: a file of the dataset cannot be written (disk full, no permission).
         """
         episode = self.episode(episode_id)
         known = known or {}
@@ -275,6 +434,9 @@ class Dataset:
 
         An unreadable catalog is moved aside (catalog.sqlite.corrupt-<time>) and made anew. An episode.yaml that
         cannot be read is left out (see skipped_folders() for what was left out and why).
+
+        Raises:
+            DatasetError: the new catalog cannot be written (a read-only dataset, a full disk).
         """
         try:
             self.catalog.check()
@@ -304,7 +466,11 @@ class Dataset:
 
     def folders_not_in_catalog(self) -> builtins.list[str]:
         """Folders under episodes/ the catalog does not list (an episode.yaml it could not read, a bag copied in by
-        hand, a crash between folder and catalog row), sorted."""
+        hand, a crash between folder and catalog row), sorted: what `robodata repair` would look at.
+
+        Raises:
+            DatasetError: the catalog cannot be read.
+        """
         if not self.episodes_dir.is_dir():
             return []
         listed = {row.id for row in self.catalog.query()}
@@ -330,6 +496,14 @@ class Dataset:
         return out
 
     def bag_stats(self, episode: Episode) -> dict[str, int]:
+        """The message count (from episode.yaml's topics) and bag size on disk, for the episode's catalog row.
+
+        Args:
+            episode: the episode.
+
+        Raises:
+            DatasetError: its id is not a valid id.
+        """
         files = self.bag_files(episode.id)
         count = sum(int(t.get('count', 0)) for t in episode.topics.values())
         return {'message_count': count, 'size_bytes': sum(p.stat().st_size for p in files)}

@@ -18,6 +18,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode, check_episode_id
+from ros_robodata.dataset.episode_stats import fill_stats_from_bag
 from ros_robodata.dataset.importers.import_common import check_topics
 from ros_robodata.dataset.sources import METADATA_FILE, content_id, recording_at
 from ros_robodata.errors import RobodataError
@@ -95,7 +96,16 @@ def _linked(episode: Episode) -> bool:
 
 def repair_dataset(dataset: Dataset, profile: Profile | None = None) -> list[Repaired]:
     """Every folder under episodes/: unregistered bags registered, empty leftovers removed, each episode
-    repaired as repair_episode does."""
+    repaired as repair_episode does, so a dataset left by a crash or a hand copy is whole again.
+
+    Args:
+        dataset: the dataset to repair.
+        profile: the robot profile a bag found without episode.yaml is checked against; None: not checked.
+
+    Raises:
+        RobodataError: the catalog or an episode.yaml cannot be written while a folder is registered (an
+            episode's own problem is kept in its Repaired.problem instead).
+    """
     results = []
     leftovers = remove_leftovers(dataset.root)
     if leftovers:
@@ -116,7 +126,6 @@ def repair_dataset(dataset: Dataset, profile: Profile | None = None) -> list[Rep
 def register_folder(dataset: Dataset, folder: Path, profile: Profile | None) -> Repaired:
     """A folder under episodes/ without episode.yaml: an empty one (left by a recording or an import that was
     stopped) is removed; one holding a bag becomes an episode (outcome unknown), its bag left where it is."""
-    from ros_robodata.dataset.episode_stats import fill_stats_from_bag
     result = Repaired(folder.name)
     if not any(folder.iterdir()):
         folder.rmdir()

@@ -13,6 +13,16 @@ from ros_robodata.dataset.targets import Target
 
 
 def describe(target: Target) -> dict[str, Any]:
+    """What the target holds as plain data (what `robodata info` prints): a dataset's episodes and outcomes, an
+    episode's description and bag, or a bag's topics, counts and duration.
+
+    Args:
+        target: what resolve() made of a path: a dataset, an episode, a bag or a folder of bags.
+
+    Raises:
+        BagError: a bag cannot be read.
+        DatasetError: the episode's description or the catalog cannot be read.
+    """
     if target.kind == 'bag':
         with BagReader(target.path) as reader:
             return {'kind': 'bag', **bag_summary(reader)}

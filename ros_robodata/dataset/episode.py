@@ -28,7 +28,32 @@ def check_episode_id(episode_id: str) -> str:
 
 @dataclass
 class Episode:
-    """What a reviewer or a training pipeline needs to know about one episode."""
+    """What a reviewer or a training pipeline needs to know about one episode: the content of its episode.yaml.
+
+    Args:
+        id: the episode id, also its folder's name (letters, digits, '_', '-', '.').
+        task: what the robot was doing, e.g. pick_cube.
+        operator: who drove it (a teleoperator's name, 'scripted').
+        mode: how it was driven, one of MODES (teleop, autonomous...).
+        robot: the robot's name from the profile.
+        outcome: how it ended, one of OUTCOMES (success, failure, recovery, unknown...).
+        status: where it stands, one of STATUSES (recording, complete, discarded...).
+        start_ns: receive time of the bag's first message (pre-roll included).
+        stop_ns: receive time of the bag's last message.
+        marked_start_ns: when the operator pressed start.
+        marked_stop_ns: when the operator pressed stop.
+        stamp_start_ns: earliest header stamp in the bag (sensor time); None: not read.
+        stamp_stop_ns: latest header stamp in the bag.
+        profile_sha256: the hash of the robot profile it was recorded with.
+        notes: free text (the operator's, or what an import or repair did).
+        topics: per topic, what the bag holds of it (type, message count, rate).
+        loss: messages lost (in all, seen as gaps in header stamps, dropped by the recorder; per topic).
+        bag_sha256: each bag file's SHA-256, to find later corruption or edits.
+        source: where an imported episode came from (path, kind, method, content id); empty when recorded.
+
+    Raises:
+        DatasetError: a field of the wrong type, an invalid id, or an unknown mode, outcome or status.
+    """
 
     id: str
     task: str = ''
@@ -79,15 +104,26 @@ class Episode:
 
     @property
     def duration_s(self) -> float | None:
+        """From the bag's first message to its last, in seconds; None when not known."""
         if self.start_ns is None or self.stop_ns is None:
             return None
         return (self.stop_ns - self.start_ns) / 1e9
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field as plain data, as episode.yaml stores it (from_dict reads it back)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = '<dict>') -> Episode:
+        """An episode from plain data (parsed episode.yaml, to_dict()), checked as a hand-edited file must be.
+
+        Args:
+            data: the episode's fields.
+            source: where the data came from, named in the error (the episode.yaml's path).
+
+        Raises:
+            DatasetError: not a mapping, an unknown key, or a field that is not what robodata writes.
+        """
         if not isinstance(data, dict):
             raise DatasetError(f'{source}: expected a mapping of episode fields')
         known = {f.name for f in fields(cls)}

@@ -37,7 +37,14 @@ _LATCHED_KEEP = 16
 
 @dataclass(frozen=True)
 class SplitSpec:
-    """One splitting rule: kind is 'gap', 'every', 'topic' or 'ranges'."""
+    """One rule for cutting a long log into episodes: kind is 'gap', 'every', 'topic' or 'ranges'.
+
+    Args:
+        kind: 'gap' (the arm still or the log silent), 'every' (fixed lengths), 'topic' (markers) or 'ranges'.
+        seconds: for 'gap', how long a pause cuts; for 'every', each episode's length.
+        topic: for 'topic', the marker topic (EpisodeEvent START/STOP, Bool or String).
+        ranges: for 'ranges', the CSV file of start, end[, task[, outcome]] rows.
+    """
 
     kind: str
     seconds: float = 0.0  # gap / every
@@ -45,6 +52,7 @@ class SplitSpec:
     ranges: Path | None = None
 
     def describe(self) -> str:
+        """The rule as the `robodata import` option that asks for it, for messages and the episode's source."""
         return {'gap': f'--split-on-gap {self.seconds:g}s', 'every': f'--split-every {self.seconds:g}s',
                 'topic': f'--split-on-topic {self.topic}', 'ranges': f'--ranges {self.ranges}'}[self.kind]
 

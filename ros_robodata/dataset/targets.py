@@ -29,8 +29,16 @@ KINDS = ('dataset', 'episode', 'bag', 'bags')
 
 @dataclass(frozen=True)
 class Target:
-    """A path the user named, and what it is: kind is 'dataset', 'episode', 'bag' or 'bags' (a folder of
-    bags); `recordings` holds the bag(s) for the last two."""
+    """A path the user named, and what it is, so every command answers a wrong one in the same words: kind is
+    'dataset', 'episode', 'bag' or 'bags' (a folder of bags); `recordings` holds the bag(s) for the last two.
+
+    Args:
+        kind: 'dataset', 'episode', 'bag' or 'bags'.
+        path: the path as the user named it.
+        dataset: the opened dataset, for a dataset or one of its episodes.
+        episode_id: the episode, for kind 'episode'.
+        recordings: the bag(s) found, for kinds 'bag' and 'bags'.
+    """
 
     kind: str
     path: Path
@@ -40,6 +48,7 @@ class Target:
 
     @property
     def what(self) -> str:
+        """What it is in words ('a dataset', 'a folder of bags'), for messages."""
         return {'dataset': 'a dataset', 'episode': 'an episode', 'bag': 'a bag', 'bags': 'a folder of bags'}[self.kind]
 
 
@@ -68,7 +77,16 @@ class Item:
 
 
 def resolve(path_text: str | os.PathLike[str]) -> Target:
-    """Tell what `path_text` is; RobodataError saying what it is not, and what to do, otherwise."""
+    """Tell what `path_text` is (a dataset, an episode, a bag or a folder of bags), as every command does.
+
+    Args:
+        path_text: the path the user named.
+
+    Raises:
+        DatasetError: an episode folder outside a dataset or without episode.yaml, or a dataset that cannot be
+            opened.
+        RobodataError: nothing there, or not a dataset, an episode or a bag (saying what to do instead).
+    """
     path = Path(path_text)
     if not path.exists():
         raise RobodataError(f'{path}: no such file or directory')
@@ -140,7 +158,17 @@ def profile_for(target: Target, profile_path: str | os.PathLike[str] | None) -> 
 @dataclass(frozen=True)
 class Filters:
     """Which episodes of a dataset a command works on. Discarded episodes are left out unless status asks for them;
-    `since_ns` keeps episodes (or bags) whose first message is at or after it."""
+    `since_ns` keeps episodes (or bags) whose first message is at or after it.
+
+    Args:
+        task: only episodes of this task, e.g. pick_cube.
+        outcome: only episodes with this outcome, one of OUTCOMES.
+        status: only episodes with this status, one of STATUSES.
+        since_ns: only episodes (or bags) recorded at or after this time (ns since the epoch).
+
+    Raises:
+        RobodataError: an outcome or status that is not one of the known ones.
+    """
 
     task: str | None = None
     outcome: str | None = None

@@ -28,7 +28,20 @@ def sanitize_name(text: str) -> str:
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """What `robodata export frames` was asked for; validated against the profile by plan_export()."""
+    """What `robodata export frames` was asked for: which sensors' frames go to a labeling tool, and how;
+    validated against the profile by plan_export().
+
+    Args:
+        schedule: which frames of the reference camera (every frame, a time step, every Nth, around events).
+        cameras: the profile camera names to export; empty: all.
+        reference: the camera whose frame stamps define the frames; None: the first one selected.
+        lidar: export LiDAR scans too, as binary PCD.
+        lidar_voxel: voxel size in metres to downsample each scan; None: every point.
+        lidar_crop: keep points in (xmin, ymin, zmin, xmax, ymax, zmax), sensor frame, metres; None: all.
+        image_format: 'jpg' or 'png' (16-bit mono is always PNG).
+        tolerance_ns: the largest stamp offset between the reference frame and another sensor's sample.
+        jpeg_quality: JPEG quality 1..100.
+    """
 
     schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
     cameras: tuple[str, ...] = ()  # profile camera names; empty: all

@@ -22,7 +22,19 @@ T = TypeVar('T')
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """What the user asked for. No step at all means every reference frame (in the event windows, if any)."""
+    """Which frames of the reference camera to export: a labeling budget spent where it matters. No step at all
+    means every reference frame (in the event windows, if any).
+
+    Args:
+        every_ns: one frame per this time step (ns); None: no time step.
+        every_n: every Nth frame of the reference camera; None: no count step.
+        around_events: only frames near these event kinds (grasp, release...), from the episode's events.json.
+        window_ns: with `around_events`, how far either side of an event (ns).
+
+    Raises:
+        RobodataError: steps that exclude each other, a step not above 0, an unknown event kind, or a window
+            without events (or events without a window).
+    """
 
     every_ns: int | None = None
     every_n: int | None = None
@@ -48,6 +60,7 @@ class ScheduleSpec:
 
     @property
     def mode(self) -> str:
+        """Which rule applies: 'around_events', 'every_n', 'every' or 'all'."""
         if self.around_events:
             return 'around_events'
         if self.every_n is not None:
@@ -55,6 +68,7 @@ class ScheduleSpec:
         return 'every' if self.every_ns is not None else 'all'
 
     def to_json(self) -> dict[str, Any]:
+        """The schedule as the manifest records it (times in seconds), so a changed one redoes the export."""
         return {'mode': self.mode, 'every_s': None if self.every_ns is None else self.every_ns / 1e9,
                 'every_n': self.every_n, 'around_events': list(self.around_events),
                 'window_s': None if self.window_ns is None else self.window_ns / 1e9}

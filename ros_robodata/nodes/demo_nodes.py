@@ -25,9 +25,12 @@ from typing import Any
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-from ros_robodata.console import stderr
+from ros_robodata.console import stderr, stdout
+from ros_robodata.dataset import Dataset, is_dataset
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.offline import segment_episode
 from ros_robodata.nodes.node_runtime import make_executor
 from ros_robodata.nodes.quality_monitor_node import QualityMonitorNode
 from ros_robodata.nodes.recorder_node import RecorderNode
@@ -35,6 +38,8 @@ from ros_robodata.nodes.segmenter_node import SegmenterNode
 from ros_robodata.nodes.session_node import parameters
 from ros_robodata.nodes.sim_cell_node import SimCellNode
 from ros_robodata.paths import config_path
+from ros_robodata.quality.scoring import score_episodes
+from ros_robodata.report import report_dataset
 
 TASK = 'pick_place_cube'
 OPERATOR = 'scripted'
@@ -144,8 +149,6 @@ class _Demo:
     def _episodes(self, recorder: Any, sim: Any) -> None:
         """The scripted operator at the keys: the cell acts out episode after episode on one timeline (sim/rig.py);
         each is started when its script begins, labelled with the outcome the physics gives and stopped."""
-        from ros_robodata.dataset import Dataset
-
         args = self.args
         dataset = Dataset.open(self.dataset_root)
         columns = (TextColumn('{task.description}'), BarColumn(), TextColumn('{task.completed}/{task.total}'),
@@ -190,11 +193,6 @@ class _Demo:
 
     def _offline(self) -> None:
         """The offline steps: events.json, then quality.json and the catalog scores, for every episode."""
-        from ros_robodata.dataset import Dataset
-        from ros_robodata.errors import RobodataError
-        from ros_robodata.events.offline import segment_episode
-        from ros_robodata.quality.scoring import score_episodes
-
         dataset = Dataset.open(self.dataset_root)
         profile = dataset.profile
         for row in self.rows:
@@ -213,19 +211,12 @@ class _Demo:
                 row['score'] = run.scores[row['id']]
             elif row['id'] in run.failed:
                 stderr.print(f'[yellow]robodata demo: {row["id"]}: cannot score: {run.failed[row["id"]]}[/]')
-        from ros_robodata.report import report_dataset
-
         try:
             self.report = report_dataset(dataset, profile).path
         except RobodataError as err:
             stderr.print(f'[yellow]robodata demo: cannot write the report: {err}[/]')
 
     def _summary(self, wall_s: float, interrupted: bool) -> None:
-        from rich.table import Table
-
-        from ros_robodata.console import stdout
-        from ros_robodata.dataset import Dataset, is_dataset
-
         if not is_dataset(self.dataset_root):
             return
         dataset = Dataset.open(self.dataset_root)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
@@ -135,17 +135,14 @@ def make_executor(fast: bool = True) -> Any:
         raise RobodataError(f'ROBODATA_EXECUTOR={chosen!r}: expected one of {", ".join(EXECUTORS)}')
     if chosen == 'events':
         try:
+            # Optional dependency: older ROS 2 releases have no rclpy.experimental (EventsExecutor); then the fallback.
             from rclpy.experimental import EventsExecutor
 
             return EventsExecutor()
         except ImportError:
             pass
     if chosen == 'multi':
-        from rclpy.executors import MultiThreadedExecutor
-
         return MultiThreadedExecutor()
-    from rclpy.executors import SingleThreadedExecutor
-
     return SingleThreadedExecutor()
 
 

@@ -26,6 +26,7 @@ from rosgraph_msgs.msg import Clock
 from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.nodes.keys_node import Terminal
 from ros_robodata.nodes.node_runtime import StopRequest, declare, message_class, run_nodes, use_rig_transport
 from ros_robodata.replay.player import Replay, ReplayOptions
 from ros_robodata.replay.replay_keys import HELP, press, split_keys, status_line
@@ -181,8 +182,6 @@ def play(nodes: list[Node], executor: Any, stop: StopRequest, *, keys: bool = Tr
     player.start()
     terminal = None
     if keys and os.isatty(sys.stdin.fileno()):
-        from ros_robodata.nodes.keys_node import Terminal
-
         terminal = Terminal(sys.stdin, sys.stderr)
     said = ''
     try:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import TwistStamped, WrenchStamped
+from geometry_msgs.msg import TransformStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -112,8 +112,8 @@ class SimCellPublisher:
         self._tf = self._tf_static = None
         self._tf_message: Any = None
         self._tf_sent_ns = 0
-        try:  # the frames the messages name, for RViz; tf2_msgs is not in every environment (not in the PyPI wheels)
-            from geometry_msgs.msg import TransformStamped
+        try:  # the frames the messages name, for RViz
+            # Optional dependency: tf2_msgs is not in every environment (not in the PyPI wheels).
             from tf2_msgs.msg import TFMessage
         except ImportError:
             node.get_logger().info(f'tf2_msgs is not installed here: no /tf from the cell; set RViz\'s Fixed Frame to '

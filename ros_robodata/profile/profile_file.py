@@ -71,7 +71,14 @@ def shipped_or_given(path: str | os.PathLike[str]) -> Path:
 
 def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and check the profile in `path` (a shipped profile by its name too: `shipped_or_given`); every problem
-    is a one-line ProfileError."""
+    is a one-line ProfileError, so a typo in a rig's YAML is found before a recording starts.
+
+    Args:
+        path: the profile's YAML file, or the name of a shipped one (sim_cell.yaml).
+
+    Raises:
+        ProfileError: the file cannot be read, is not YAML, or is not a valid profile (the key and why named).
+    """
     path = shipped_or_given(path)
     where = os.fspath(path)
     text = untrusted.read_text(Path(path), ProfileError)

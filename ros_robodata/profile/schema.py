@@ -279,7 +279,21 @@ class Success:
 
 @dataclass(frozen=True, kw_only=True)
 class Profile:
-    """A validated robot profile: what the file says, with every default filled in."""
+    """A validated robot profile: what the file says, with every default filled in. Every stage reads the rig
+    through it (which topic is the arm, the gripper, each camera), so one file describes one robot.
+
+    Made by load_profile() or profile_from_dict(), which check it.
+
+    Args:
+        robot: which rig this is (its name, arm joints, height joint, fixed frame).
+        topics: what to record, by role (joint states, gripper, wrench, cameras, LiDARs, extras).
+        recording: how episodes are written to disk (storage, pre-roll, limits).
+        segmenter: thresholds for grasp, contact and release events; None ones come from the signals.
+        quality: limits for the live and offline data-quality checks.
+        success: when an episode counts as a success.
+        source: the file it came from, or '<dict>'.
+        sha256: the hash of its canonical content, so a dataset knows which profile recorded it.
+    """
 
     robot: Robot
     topics: Topics
@@ -292,7 +306,7 @@ class Profile:
 
     def all_topics(self) -> list[tuple[str, TopicSpec]]:
         """(role, spec) for every topic to record: joint_states, actions, gripper, wrench,
-        camera/<name>..., lidar/<name>..., extra..., in that order."""
+        camera/<name>..., lidar/<name>..., extra..., in that order: what a recorder subscribes to."""
         shared = self.topics.gripper_in_joint_states
         return [(role, spec) for _, role, spec in self.topics.entries() if not (shared and role == 'gripper')]
 

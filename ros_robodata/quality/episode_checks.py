@@ -23,6 +23,7 @@ from ros_robodata.quality.contact import WrenchWatch
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
 from ros_robodata.quality.host_stall import merge_host_stalls
 from ros_robodata.quality.image_cdr import gray_from_image_cdr
+from ros_robodata.quality.images import CameraWatch, ImageLimits
 from ros_robodata.quality.motion import JointMotion, MotionLimits, limits_from_urdf
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
 from ros_robodata.signals import (
@@ -121,8 +122,6 @@ class EpisodeQuality:
         self._image_slots = threading.BoundedSemaphore(32)  # frames decoded ahead at most (memory bound)
         self._image_error: BaseException | None = None  # a check's own bug, raised at flush_images
         if images and t.cameras:
-            from ros_robodata.quality.images import CameraWatch, ImageLimits
-
             for cam in t.cameras:
                 self.cameras[cam.topic] = CameraWatch(cam.topic, cam.name, ImageLimits(blur_threshold=q.blur_threshold))
         if self.joint_topic:

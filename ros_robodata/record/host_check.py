@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ros_robodata.errors import RobodataError
+from ros_robodata.paths import config_path
 from ros_robodata.record.dds_peers import ShmParticipant
 
 PROFILE_ENV = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
@@ -93,8 +95,6 @@ def check_host(
 
 
 def _rig_profile() -> str:
-    from ros_robodata.errors import RobodataError
-    from ros_robodata.paths import config_path
     try:
         return str(config_path(RIG_PROFILE))
     except RobodataError:

@@ -20,6 +20,7 @@ from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
 from ros_robodata.report.report_signals import read_signals
 from ros_robodata.report.scores import ScoredEpisode, load_scores
+from ros_robodata.selection.queue import read_queue
 
 REPORT_FILE = 'report.html'
 Progress = Callable[[Iterable[Any]], Iterator[Any]]
@@ -27,6 +28,16 @@ Progress = Callable[[Iterable[Any]], Iterator[Any]]
 
 @dataclass
 class ReportResult:
+    """What a report run wrote, for the caller to open or hand on.
+
+    Args:
+        path: the HTML page written (one file, its figures and frames inside).
+        episodes: how many episodes (or bags) the page lists.
+        detailed: how many of them got figures and frames (the worst first).
+        size_bytes: the page's size.
+        problems: per episode, what could not be drawn or scored for the page, and why.
+    """
+
     path: Path
     episodes: int
     detailed: int
@@ -86,8 +97,6 @@ def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, 
 def _review_queue(dataset: Dataset) -> tuple[dict[str, Any] | None, str | None]:
     """The queue `robodata select` stored, for the report's section; a queue file that is not one is a note on the
     page, not a failed report."""
-    from ros_robodata.selection.queue import read_queue
-
     try:
         return read_queue(dataset), None
     except RobodataError as err:

@@ -20,6 +20,7 @@ def timeline_png(ep: ScoredEpisode, signals: EpisodeSignals, profile: Profile, d
     """Stacked panels on one time axis (arm joints, gripper opening, wrist force, findings on other topics),
     events as vertical lines, findings' ranges shaded on the panel of their topic; a PNG data: URI, or ''
     when there is nothing to draw."""
+    # Start-up time: matplotlib (~290 ms) loads only when a report draws a figure.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.transforms import blended_transform_factory
@@ -151,6 +152,7 @@ def comparison_png(signals: EpisodeSignals, reference: EpisodeSignals, joints: l
     """An episode flagged as unlike its task's other demonstrations, against the nearest typical one: the joints that
     made it far over each one's course (0-100%, so speed does not matter), the stretch that differs most shaded.
     '' when neither bag has those joints."""
+    # Start-up time: matplotlib (~290 ms) loads only when a report draws a figure.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

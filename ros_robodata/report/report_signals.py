@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
+from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.reader import BagMessage, BagReader
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
@@ -142,8 +144,6 @@ class FramePicker:
 
 
 def _fill(thumb: Thumbnail, message: BagMessage, decode: Callable[[BagMessage], Any]) -> None:
-    from ros_robodata.bag.image import decode_image
-
     try:
         thumb.uri = jpeg_uri(decode_image(decode(message), color='bgr'))
     except RobodataError as err:
@@ -152,8 +152,6 @@ def _fill(thumb: Thumbnail, message: BagMessage, decode: Callable[[BagMessage], 
 
 def jpeg_uri(bgr: np.ndarray, width: int = THUMB_WIDTH) -> str:
     """A frame as a data: URI of a small JPEG, so the page carries its own pictures."""
-    import cv2
-
     height, wide = bgr.shape[:2]
     if wide > width:
         bgr = cv2.resize(bgr, (width, max(1, round(height * width / wide))), interpolation=cv2.INTER_AREA)

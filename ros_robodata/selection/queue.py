@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata import untrusted
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, TargetLike, as_target, need, select, why_none
@@ -58,7 +59,15 @@ def parse_budget(text: str, considered: int) -> int:
 @dataclass
 class SelectRun:
     """What `robodata select` decided: the picks in order, what was filtered out and why, and the document written
-    to review/queue.json (`queue`)."""
+    to review/queue.json (`queue`).
+
+    Args:
+        picks: the episodes to review, best first, each with its priority and the signals behind it.
+        excluded: per episode filtered out (unusable, unscored, already reviewed), why.
+        queue: the review queue document, as review/queue.json holds it.
+        path: where the queue was written; None when nothing was written.
+        notes: what the user should know (files not read, diversity not used...).
+    """
 
     picks: list[Pick]
     excluded: dict[str, str]
@@ -75,7 +84,24 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
     """Rank a scored dataset's episodes for review and keep the best `budget` (N, or P% of the episodes
     considered): filtered first (unusable, unscored, already reviewed: each with its reason), then picked by
     informativeness and diversity (rank.py). With `write`, queue.json, the catalog's review columns and an audit
-    line are written; the uncertainty file is read before anything is."""
+    line are written; the uncertainty file is read before anything is.
+
+    Args:
+        target: a Dataset, or the path to one (selection ranks its episodes against each other).
+        budget: how many to pick: a number of episodes (20), or a share of those considered ('10%').
+        uncertainty: a CSV or JSON file of per-episode model uncertainty, which raises an episode's priority.
+        filters: which episodes of the dataset are considered (task, outcome, status, since).
+        include_reviewed: consider episodes already reviewed too (never those found unusable).
+        min_score: the quality score under which an episode is unusable and left out (0..1).
+        write: store queue.json, the catalog's review columns and an audit line; False only computes the queue.
+        who: who asked, for the audit log; None: the current user.
+        progress: wraps the bags read for trajectories to show progress.
+
+    Raises:
+        DatasetError: the dataset is read-only (with `write`), or review/ is not a folder.
+        RobodataError: the target is not a dataset, the budget, min_score or uncertainty file cannot be used, or
+            no episode is there to select from or none is scored.
+    """
     resolved = need(as_target(target), 'dataset', hint='selection ranks the episodes of a dataset against each other')
     dataset = resolved.dataset
     assert dataset is not None
@@ -199,8 +225,6 @@ def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded:
 
 def read_queue(dataset: Dataset) -> dict[str, Any] | None:
     """review/queue.json as written by select, None when there is none; RobodataError when it is not one."""
-    from ros_robodata import untrusted
-
     path = dataset.root / REVIEW_DIR / QUEUE_FILE
     if not path.exists():
         return None

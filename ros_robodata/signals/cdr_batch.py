@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ros_robodata.signals.cdr import header_stamp_ns
+
 _U32 = struct.Struct('<I')
 _LE = (b'\x00\x01', b'\x00\x03')  # CDR_LE, PL_CDR_LE, as the per-message readers accept
 _SMALL = 4096  # messages up to this size (on average) are joined into one buffer to read their stamps
@@ -29,8 +31,6 @@ def stamps_of(datas: Sequence[bytes | memoryview]) -> np.ndarray:
         return out
     lengths = np.fromiter(map(len, datas), dtype=np.int64, count=n)
     if lengths.sum() > _SMALL * n:  # images, point clouds: few messages, not worth joining
-        from ros_robodata.signals.cdr import header_stamp_ns
-
         for i, data in enumerate(datas):
             out[i] = header_stamp_ns(data) or 0
         return out

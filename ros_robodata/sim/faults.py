@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ros_robodata.sim.sim_samples import ImageSample, JointSample, Sample, WrenchSample
+from ros_robodata.sim.sim_samples import DEFAULT_RATES_HZ, ImageSample, JointSample, Sample, WrenchSample
 
 KINDS = ('blur', 'freeze', 'drop', 'silent', 'nan', 'spike', 'clock_jump', 'dark', 'repeat')
 
@@ -43,8 +43,6 @@ FAULT_SYNTAX = 'STREAM:KIND:START:END[:MAGNITUDE]'
 def parse_fault(text: str) -> Fault:
     """A fault as the command line and the sim node's `faults` parameter write it, e.g. camera/wrist:blur:2:3
     (times in seconds of each episode); ValueError saying what is wrong."""
-    from ros_robodata.sim.sim_samples import DEFAULT_RATES_HZ
-
     parts = text.strip().split(':')
     if len(parts) not in (4, 5):
         raise ValueError(f'{text!r}: expected {FAULT_SYNTAX}')

@@ -49,6 +49,7 @@ class Cameras:
         context current at every frame). EGL binds a context to the thread that made it current until it is
         released; other GL platforms are left as they are (prepare_in_background says they cannot be)."""
         if os.environ.get('MUJOCO_GL') == 'egl':
+            # Optional dependency: mujoco.egl needs libEGL (it sets PyOpenGL to EGL); only with MUJOCO_GL=egl.
             from mujoco import egl
 
             egl.EGL.eglMakeCurrent(egl.EGL_DISPLAY, egl.EGL.EGL_NO_SURFACE, egl.EGL.EGL_NO_SURFACE,

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ros_robodata.bag.image import encode_image
+from ros_robodata.bag.pointcloud import encode_pointcloud, pointfield_list
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.profile import Profile
@@ -54,13 +56,9 @@ def _message(stream: str, data: Any, ns: int, gripper_joint: str) -> Any:
             header=header(ns, 'base_link'), name=names, position=np.asarray(data.position, dtype=np.float64),
             velocity=np.asarray(data.velocity, dtype=np.float64), effort=np.asarray(data.effort, dtype=np.float64))
     if stream in (S.CAMERA_WRIST, S.CAMERA_SCENE):
-        from ros_robodata.bag.image import encode_image
-
         fields = encode_image(data.rgb, 'rgb8')
         return types['sensor_msgs/msg/Image'](header=header(ns, data.frame_id), **fields)
     if stream == S.LIDAR_SCENE:
-        from ros_robodata.bag.pointcloud import encode_pointcloud, pointfield_list
-
         fields = encode_pointcloud(_cloud_records(data.points))
         fields['fields'] = pointfield_list(fields['fields'], types['sensor_msgs/msg/PointField'])
         return types['sensor_msgs/msg/PointCloud2'](header=header(ns, data.frame_id), **fields)

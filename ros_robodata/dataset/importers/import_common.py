@@ -27,7 +27,21 @@ METHODS = ('copy', 'link', 'move')
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """How recordings become episodes; every field has the meaning of the `robodata import` option."""
+    """How recordings become episodes; every field has the meaning of the `robodata import` option.
+
+    Args:
+        task: the task of the new episodes, e.g. pick_cube.
+        operator: who demonstrated; '' when not known.
+        mode: how the episodes were made, one of MODES.
+        outcome: the outcome of the new episodes, one of OUTCOMES.
+        method: 'copy' the bag files in, 'link' to them where they are, or 'move' them in.
+        split: cut a long log into several episodes by this rule; None: each recording is one episode.
+        episode_id: the id of the one recording imported whole; None: from its file or folder name.
+        video_start_ns: a video's absolute start; None: its creation time, else the file's time.
+        jpeg_quality: the JPEG quality (1..100) of a video's frames.
+        camera: the profile camera a video becomes; None: the profile's only CompressedImage camera.
+        raw_images: a LeRobot dataset's video frames as sensor_msgs/Image instead of JPEG CompressedImages.
+    """
 
     task: str = ''
     operator: str = ''
@@ -42,6 +56,13 @@ class ImportOptions:
     raw_images: bool = False  # a LeRobot dataset's videos as sensor_msgs/Image instead of JPEG CompressedImages
 
     def check(self) -> None:
+        """Refuse options that contradict each other or the vocabulary, before any recording is touched.
+
+        Raises:
+            DatasetError: `episode_id` is not a valid episode id.
+            RobodataError: an unknown method, mode or outcome, a JPEG quality outside 1..100, a split with
+                'move', or an id with a split.
+        """
         if self.method not in METHODS:
             raise RobodataError(f'method {self.method!r} is not one of {", ".join(METHODS)}')
         if self.mode not in MODES:

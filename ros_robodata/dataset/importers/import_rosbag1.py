@@ -33,6 +33,7 @@ def converted_rosbag1(dataset: Dataset, recording: Recording) -> Iterator[Record
     Raises:
         RobodataError: The file is not a ROS 1 bag rosbags can read, or the conversion could not be written.
     """
+    # Start-up time: rosbags.convert (~45 ms, NumPy with it) loads only when a ROS 1 bag is imported.
     from rosbags.convert import ConverterError, convert
 
     work = dataset.root / f'.{recording.path.stem}.rosbag1-converting'

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ros_robodata.bag.video import probe_video, video_to_bag
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
@@ -45,8 +46,6 @@ def _video_camera(profile: Profile | None, wanted: str | None, where: Path) -> t
 
 def import_video(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
                   who: str | None) -> Imported:
-    from ros_robodata.bag.video import probe_video, video_to_bag
-
     result = Imported(recording, dataset)
     if options.method == 'link':
         raise RobodataError(f'{recording.path}: a video is converted into a bag; --link cannot apply (use --copy, '

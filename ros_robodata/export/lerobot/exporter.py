@@ -41,7 +41,17 @@ from ros_robodata.version import __version__
 @dataclass
 class LeRobotExport:
     """What an export wrote: the folder, the selection, counts, what went wrong per episode, and where the time went
-    (reading and decoding the bags, encoding video, the rest)."""
+    (reading and decoding the bags, encoding video, the rest).
+
+    Args:
+        out_dir: the LeRobot dataset folder written.
+        selection: the episodes the policy kept (in export order, with their split) and why each other was left out.
+        episodes: how many LeRobot episodes were written (a source episode cut by flagged windows gives several).
+        frames: how many frames were written in all.
+        failed: per source episode that could not be exported, why.
+        notes: warnings for the user (no frame left after trimming, the action read from the next state...).
+        seconds: where the time went: 'total' and 'video_encoding'.
+    """
 
     out_dir: Path
     selection: Selection
@@ -52,6 +62,7 @@ class LeRobotExport:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The result as `robodata export lerobot --json` prints it."""
         return {'out': str(self.out_dir), 'episodes': self.episodes, 'frames': self.frames,
                 'source_episodes': self.selection.kept, 'split': self.selection.split_of,
                 'left_out': self.selection.left_out, 'failed': self.failed,
@@ -139,7 +150,22 @@ def _camera_frames(bag: Path, profile: Profile, grid: EpisodeGrid, order: np.nda
 def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRobotOptions | None = None, *,
                    episode_ids: list[str] | None = None,
                    progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> LeRobotExport:
-    """Export the dataset's episodes chosen by the policy as a LeRobot v3.0 dataset at `out`."""
+    """Export the dataset's episodes chosen by the policy as a LeRobot v3.0 dataset at `out`, ready to train a
+    policy on; written in a staging folder and moved into place whole, so a failed export leaves nothing.
+
+    Args:
+        dataset: the dataset the episodes come from (with its robot profile).
+        out: the LeRobot dataset folder to write (new or empty).
+        options: the curation policy and the format (fps, cameras, action, codec, file sizes).
+        episode_ids: the episodes the policy chooses from; None: every episode of the dataset.
+        progress: wraps the episodes to show progress.
+
+    Raises:
+        ExportError: `out` is not empty, no episode passes the policy, nothing could be exported, or episodes
+            have different joints.
+        DatasetError: the dataset has no robot profile.
+        RobodataError: the options are out of range or name a camera or topic the profile does not have.
+    """
     options = options or LeRobotOptions()
     options.check()
     profile = dataset.profile

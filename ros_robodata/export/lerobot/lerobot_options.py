@@ -15,7 +15,20 @@ __all__ = ['LeRobotOptions']
 
 @dataclass(frozen=True)
 class LeRobotOptions:
-    """How the export is written; the policy says which episodes and frames go in."""
+    """How a LeRobot training set is written (frame rate, cameras, action, video encoding, file sizes); the
+    policy says which episodes and frames go in.
+
+    Args:
+        policy: which episodes go in, cut how, into which splits.
+        fps: the frame rate of the time grid; None: the first exported camera's rate_hz, else 30.
+        cameras: the profile cameras exported as videos; None: every camera of the profile.
+        action_topic: the action's topic; '': the profile's actions topic when numeric; None: the next state.
+        codec: the video codec, one of CODECS.
+        crf: video quality, 0..63, lower is better.
+        gop: frames between key frames (2, as LeRobot encodes: random access for training).
+        data_file_mb: a data parquet file is closed past this size, between episodes.
+        video_file_mb: a camera's MP4 is closed past this size, between episodes.
+    """
 
     policy: Policy = field(default_factory=Policy)
     fps: int | None = None  # None: the first exported camera's rate_hz, else 30
@@ -28,6 +41,11 @@ class LeRobotOptions:
     video_file_mb: float = layout.VIDEO_FILE_MB
 
     def check(self) -> None:
+        """Refuse options out of range before anything is written.
+
+        Raises:
+            RobodataError: the policy's check fails, or the fps, codec, crf, gop or a file size is out of range.
+        """
         self.policy.check()
         if self.fps is not None and not 1 <= self.fps <= 1000:
             raise RobodataError(f'--fps must be 1..1000, got {self.fps}')

@@ -19,7 +19,17 @@ NEVER = ('recording', 'discarded', 'rejected')  # not demonstrations anyone shou
 
 @dataclass(frozen=True)
 class Policy:
-    """The options of `robodata export lerobot` that choose and cut episodes."""
+    """The options of `robodata export lerobot` that choose and cut episodes: the curation that decides what a
+    policy is trained on, the same for the same dataset.
+
+    Args:
+        min_score: keep only episodes whose quality score is at least this (0..1); None: no floor.
+        outcomes: the outcomes kept (success and recovery by default).
+        recovery_ratio: the wanted (low, high) share of recoveries among the episodes kept; None: any.
+        trim_idle: cut the idle start and end the quality checks found.
+        exclude_flagged: cut the windows the quality checks flagged (an episode cut in the middle becomes several).
+        split: (name, share) per split by episode, the shares adding up to 1, e.g. (('train', 0.9), ('val', 0.1)).
+    """
 
     min_score: float | None = None
     outcomes: tuple[str, ...] = (SUCCESS, RECOVERY)
@@ -29,6 +39,11 @@ class Policy:
     split: tuple[tuple[str, float], ...] = (('train', 1.0),)
 
     def check(self) -> None:
+        """Refuse a policy that cannot be applied, before any episode is read.
+
+        Raises:
+            RobodataError: an unknown outcome, a score floor or ratio outside 0..1, or shares not adding up to 1.
+        """
         if unknown := [o for o in self.outcomes if o not in OUTCOMES]:
             raise RobodataError(f'--outcomes: {", ".join(unknown)} not among {", ".join(OUTCOMES)}')
         if self.min_score is not None and not 0 <= self.min_score <= 1:
@@ -41,6 +56,7 @@ class Policy:
             raise RobodataError('--split: the shares must add up to 1 (e.g. train:0.9,val:0.1)')
 
     def to_json(self) -> dict[str, Any]:
+        """The policy as plain data, for the dataset card and the export's metadata."""
         return {'min_score': self.min_score, 'outcomes': list(self.outcomes),
                 'recovery_ratio': list(self.recovery_ratio) if self.recovery_ratio else None,
                 'trim_idle': self.trim_idle, 'exclude_flagged': self.exclude_flagged, 'split': dict(self.split)}

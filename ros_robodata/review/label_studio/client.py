@@ -58,6 +58,7 @@ def sdk_python() -> str:
     if _REPO_VENV.is_file():
         return str(_REPO_VENV)
     try:
+        # Optional dependency: label-studio-sdk (usually in .venv-labelstudio): does this Python have it?
         import label_studio_sdk  # noqa: F401
     except ImportError:
         raise LabelStudioError('label-studio-sdk is not installed: run `make labelstudio` (it makes .venv-labelstudio)'

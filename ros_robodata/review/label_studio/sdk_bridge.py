@@ -26,6 +26,7 @@ class BridgeError(Exception):
 
 
 def _client(url: str) -> Any:
+    # Optional dependency: label-studio-sdk, only in .venv-labelstudio, where this file runs as a script.
     from label_studio_sdk import LabelStudio
 
     token = os.environ.get(TOKEN_ENV, '')
