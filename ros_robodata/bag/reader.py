@@ -518,7 +518,8 @@ class _Bounded:
 
     def read(self, n: int = -1) -> bytes:
         left = max(0, self._size - self._f.tell())
-        return self._f.read(left if n is None or n < 0 else min(n, left))
+        data: bytes = self._f.read(left if n is None or n < 0 else min(n, left))
+        return data
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._f, name)

@@ -310,10 +310,12 @@ class _HashedFile:
             self._held += data
             return len(data)
         self._sha.update(data)
-        return self._file.write(data)
+        written: int = self._file.write(data)
+        return written
 
     def tell(self) -> int:
-        return self._file.tell() + (len(self._held) if self._held is not None else 0)
+        position: int = self._file.tell()
+        return position + (len(self._held) if self._held is not None else 0)
 
     def hold(self) -> None:
         self._held = bytearray()

@@ -89,7 +89,8 @@ def read_events_file(path: Path) -> dict[str, Any]:
             isinstance(s, dict) and isinstance(s.get('name'), str) and _is_int(s.get('start_ns'))
             and _is_int(s.get('end_ns')) for s in timeline):
         raise RobodataError(f'{path}: its timeline is not a list of segments with a name, start_ns and end_ns: {hint}')
-    return doc
+    checked: dict[str, Any] = doc  # JSON, checked above
+    return checked
 
 
 def _is_int(value: Any) -> bool:
@@ -98,7 +99,8 @@ def _is_int(value: Any) -> bool:
 
 def read_events(path: Path) -> list[dict[str, Any]]:
     """The events of an events.json (see read_events_file)."""
-    return read_events_file(path)['events']
+    events: list[dict[str, Any]] = read_events_file(path)['events']
+    return events
 
 
 def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:

@@ -165,7 +165,7 @@ class ScoreRun:
     scores: dict[str, EpisodeScore]
     failed: dict[str, str]
     summary: dict[str, Any]
-    events: dict[str, list[dict] | None] = field(default_factory=dict)
+    events: dict[str, list[dict[str, Any]] | None] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     notes: dict[str, list[str]] = field(default_factory=dict)  # per name: how its bag was read, sidecars unread
 
@@ -181,7 +181,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     scores: dict[str, EpisodeScore] = {}
     failures: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
-    events: dict[str, list[dict] | None] = {}
+    events: dict[str, list[dict[str, Any]] | None] = {}
     openings: dict[str, float | None] = {}
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
