@@ -664,6 +664,14 @@ def throughput(dataset_dir: Path, repeats: int) -> dict[str, float] | None:
 
 # --- main --------------------------------------------------------------------------------------------------------
 
+def _events_digest(folder: Path) -> str:
+    """One hash over every module of the segmenter (events/), in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob('*.py')):
+        digest.update(path.name.encode() + b'\0' + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--seeds', type=int, default=18, help='simulate seeds 0..N-1 (default 18)')
@@ -689,10 +697,11 @@ def main() -> int:
                         help='only the held-back blind family (run once, after tuning; reported on its own)')
     args = parser.parse_args()
     wall0 = time.monotonic()
-    source = Path(detector_module.__file__)
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
-    print(f'[accuracy] detector: {source} (sha256 {digest}, modified '
-          f'{time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(source.stat().st_mtime))})')
+    source = Path(detector_module.__file__).parent  # the segmenter is every module of events/
+    digest = _events_digest(source)
+    newest = max(p.stat().st_mtime for p in source.glob('*.py'))
+    print(f'[accuracy] segmenter: {source}/*.py (sha256 {digest}, newest modified '
+          f'{time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest))})')
     seeds = 6 if args.quick else args.seeds
     modes = ['teleop'] if args.quick else [m.strip() for m in args.modes.split(',') if m.strip()]
     levels = tuple(n.strip() for n in args.noise.split(',') if n.strip())
@@ -797,8 +806,8 @@ def main() -> int:
     print(f'targets met: {met} of {len(verdicts)}')
     for line in verdicts:
         print(f'  {line}')
-    if hashlib.sha256(source.read_bytes()).hexdigest()[:12] != digest:
-        print(f'WARNING: {source} changed during the run: the figures above may mix two versions of the detector')
+    if _events_digest(source) != digest:
+        print(f'WARNING: {source} changed during the run: the figures above may mix two versions of the segmenter')
     print(f'wall time {time.monotonic() - wall0:.0f} s')
     return 0
 

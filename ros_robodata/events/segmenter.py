@@ -179,8 +179,8 @@ class Segmenter:
         """Everything found; times count from `start_ns`, by default the first header stamp read (one time
         origin: an event's t_s is its stamp's distance from it)."""
         d = self.detector
-        start = start_ns if start_ns is not None else d._first_ns
-        end = end_ns if end_ns is not None else d._last_ns
+        start = start_ns if start_ns is not None else d.first_ns
+        end = end_ns if end_ns is not None else d.last_ns
         calibration = d.calibrations()
         if calibration and self.priors is not None:
             calibration['prior'] = self.priors.to_json()
