@@ -4,6 +4,7 @@ exit status 1, no traceback, no hang, and nothing in the dataset changed."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sys
@@ -536,12 +537,15 @@ def test_a_damaged_chunk_without_a_crc_is_damage_on_every_path(multi_chunk_bag, 
             code = main([str(a) for a in command])
         out, err = capsys.readouterr()
         assert code == 0 and 'damaged' in out + err, (command, out, err)  # read past the damage: done
-        if command[0] in ('segment', 'score'):  # the decompression error worded as damage, in one note
+        if command[0] in ('segment', 'score', 'export'):  # the decompression error worded as damage, in one note
             (note,) = err.strip().splitlines()
-            assert note.startswith(f'robodata {command[0]}: ') and 'bag.mcap is damaged (ZstdError: ' in note, err
+            who = 'export' if command[0] == 'export' else command[0]
+            assert note.startswith(f'robodata {who}: ') and 'bag.mcap is damaged (ZstdError: ' in note, err
             assert 'the rest was read; run `robodata repair`' in note and out, (out, err)
-        else:  # info reads only the summary, whole here; export frames leaves the chunk's frames out without a note
+        else:  # info reads only the summary, whole here
             assert 'ZstdError' not in out + err, (command, out, err)
+    frames = json.loads(next((tmp_path / 'frames' / 'episodes').glob('*/frames.json')).read_text())
+    assert len(frames['bag_notes']) == 1 and 'is damaged (ZstdError: ' in frames['bag_notes'][0]
 
 
 @pytest.mark.parametrize('where', ['dataset.yaml', 'metadata.yaml'])

@@ -140,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     workers = min(args.workers, os.cpu_count() or 1)
     result = export_work(work, args.out, options, filters=filters, workers=workers, force=args.force,
                          progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json))
+    for episode_id, notes in result.notes.items():  # a damaged bag's frames are missing: said, as score says it
+        for note in notes:
+            stderr.print(f'robodata export: {episode_id}: note: {note}', markup=False)
     for episode_id, sensors in result.missing.items():
         topics = ', '.join(s.topic for s in (plan.reference, *plan.sensors) if s.name in sensors)
         say(f'{episode_id}: no {topics} in its bag: its frames have no {", ".join(sensors)}')
@@ -166,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         print_json({'out': str(result.out_dir), 'manifest': str(Path(result.out_dir) / MANIFEST_FILE),
                     'exported': result.exported, 'already_current': result.skipped, 'failed': result.failed,
                     'frames': len(manifest['frames']), 'files': result.files, 'unmatched_frames': len(unmatched),
-                    'missing_sensors': result.missing,
+                    'missing_sensors': result.missing, 'notes': result.notes,
                     'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()},
                     'kept': kept})
     for episode_id, reason in result.failed.items():

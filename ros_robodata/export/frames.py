@@ -66,6 +66,7 @@ def export_episode(bag: Path, episode_id: str, out_dir: Path, plan: ExportPlan, 
                                outcome=outcome, start_ns=reader.start_ns or 0, decode=reader.decode)
         for message in reader.messages(export.topics):
             export.add(message.topic, message.msgtype, message.t_ns, message.data)
+        export.bag_notes = list(reader.notes)  # a damaged chunk's frames are missing: the export says so
         return export.finish()
 
 
@@ -100,6 +101,7 @@ class EpisodeExport:
         self._scheduler: FrameScheduler[tuple[int, Sample]] = FrameScheduler(options.schedule, event_list)
         self._sync = Synchronizer([s.name for s in sensors], options.tolerance_ns)
         self.reference_frames = 0
+        self.bag_notes: list[str] = []  # how the bag was read (damage, a cut-off file): kept in frames.json
 
     def add(self, topic: str, msgtype: str, t_ns: int, data: bytes | memoryview) -> int:
         """One message (CDR bytes, receive time t_ns); returns how many frames this settled and wrote."""
@@ -135,6 +137,8 @@ class EpisodeExport:
                'settings': self.plan.settings(), 'start_ns': self._writer.start_ns,
                'reference_frames': self.reference_frames, 'missing_sensors': self._writer.missing,
                'frames': self._writer.frames}
+        if self.bag_notes:
+            doc['bag_notes'] = list(self.bag_notes)
         write_json_atomic(self.episode_dir / FRAMES_FILE, doc)
         return doc
 

@@ -39,6 +39,7 @@ class ExportResult:
         skipped: the episodes already exported with the same settings, left as they were.
         failed: per episode that could not be exported, why.
         missing: per episode, the sensors whose topic its bag lacks.
+        notes: per episode, how its bag was read when not whole (a damaged chunk's frames are not in the export).
     """
 
     out_dir: Path
@@ -47,6 +48,7 @@ class ExportResult:
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     missing: dict[str, list[str]] = field(default_factory=dict)  # sensors whose topic an episode's bag lacks
+    notes: dict[str, list[str]] = field(default_factory=dict)  # how a bag was read: damage, a file cut off
 
     @property
     def files(self) -> int:
@@ -138,6 +140,8 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
         docs[episode_id] = {**doc, 'task': item.task, 'outcome': item.outcome or ''}
         if doc.get('missing_sensors'):
             result.missing[episode_id] = list(doc['missing_sensors'])
+        if doc.get('bag_notes'):
+            result.notes[episode_id] = [str(note) for note in doc['bag_notes']]
     if docs or not result.failed:
         result.manifest = refresh_manifest(out, name, plan.settings(), docs, skip=set(result.failed))
     else:  # every episode failed: an earlier export's manifest stays as it was, with the episodes it lists
