@@ -20,7 +20,9 @@ from ros_robodata.cli.command_common import (
 )
 from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
-from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE, EpisodeScore, score_work, skipped_checks
+from ros_robodata.quality.episode_score import EpisodeScore, catalog_scores
+from ros_robodata.quality.quality_format import QualitySummary
+from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE, score_work, skipped_checks
 
 
 def add_parser(sub: Any) -> None:
@@ -70,20 +72,19 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if run.failed else EXIT_OK
 
 
-def _show_dataset(name: str, scores: dict[str, Any], summary: dict[str, Any]) -> None:
+def _show_dataset(name: str, scores: dict[str, EpisodeScore], summary: QualitySummary) -> None:
     table = Table('episode', 'task', 'outcome', 'score', 'errors', 'warnings', 'verdict', 'consistency', 'worst',
                   title=f'{name}: {len(scores)} episode(s) scored, mean {summary["mean_score"]}')
     for episode_id, s in scores.items():
-        data = s.to_json()
-        catalog = data['catalog']
-        verdict = data['success'] or {}
-        verdict_text = {True: 'success', False: 'failure', None: '-'}[verdict.get('success')]
-        if verdict.get('disagrees'):
+        counts = catalog_scores(s)
+        said = s.success['success'] if s.success else None
+        verdict_text = {True: 'success', False: 'failure', None: '-'}[said]
+        if s.success and s.success['disagrees']:
             verdict_text += ' (disagrees)'
-        consistency = (data['consistency'] or {}).get('normalized')
-        table.add_row(episode_id, s.task, s.outcome, f'{data["score"]:.2f}', str(catalog['errors']),
-                      str(catalog['warnings']), verdict_text, '-' if consistency is None else f'{consistency:.2f}',
-                      data['reasons'][0] if data['reasons'] else '')
+        consistency = s.consistency['normalized'] if s.consistency else None
+        reasons = s.reasons
+        table.add_row(episode_id, s.task, s.outcome, f'{s.score:.2f}', str(counts['errors']), str(counts['warnings']),
+                      verdict_text, '-' if consistency is None else f'{consistency:.2f}', reasons[0] if reasons else '')
     stdout.print(table)
     for warning in summary['warnings']:
         stdout.print(f'[yellow]dataset: {warning}[/]')

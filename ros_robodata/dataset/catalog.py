@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.errors import DatasetError
@@ -58,6 +58,18 @@ _ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''",
                   'reviewed_outcome': "TEXT NOT NULL DEFAULT ''"}
 _REVIEW_COLUMNS = ('review_rank', 'review_priority', 'review_reason', 'review_excluded')
 _ADDED_INDEXES = ('CREATE INDEX IF NOT EXISTS episodes_source ON episodes (source_id)',)
+
+
+class CatalogScores(TypedDict):
+    """An episode's `scores` column as `robodata score` fills it (and quality.json's `catalog` holds it): finding
+    counts, the checks that fired, the consistency figure and the success verdict."""
+
+    errors: int
+    warnings: int
+    checks: list[str]
+    consistency: float | None  # normalized DTW distance to its nearest demos (1.0 typical)
+    success_verdict: bool | None
+    disagrees: bool | None  # the verdict contradicts the operator's label
 
 
 @dataclass(frozen=True)
@@ -248,7 +260,7 @@ class Catalog:
                 ),
             )
 
-    def set_scores(self, episode_id: str, score: float | None, scores: dict[str, Any]) -> None:
+    def set_scores(self, episode_id: str, score: float | None, scores: CatalogScores) -> None:
         with self._connect() as conn:
             cur = conn.execute(
                 'UPDATE episodes SET score = ?, scores = ?, updated_ns = ? WHERE id = ?',

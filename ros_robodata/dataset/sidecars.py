@@ -8,12 +8,12 @@ empty and is named in audit.jsonl, so a rebuild never stops on one hand-edited f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.audit import append_audit
-from ros_robodata.dataset.catalog import Catalog
+from ros_robodata.dataset.catalog import Catalog, CatalogScores
 from ros_robodata.errors import RobodataError
 
 __all__ = ['Indexed', 'restore_review_queue', 'restore_reviewed_outcome', 'restore_scores']
@@ -40,7 +40,8 @@ def restore_scores(dataset: Indexed, episode_id: str) -> None:
         score, scores = data.get('score'), data.get('catalog', {})
         if not (score is None or isinstance(score, (int, float))) or not isinstance(scores, dict):
             raise RobodataError('not what robodata score writes')
-        dataset.catalog.set_scores(episode_id, score, scores)
+        # An object, as checked: stored as quality.json holds it (what `robodata score` wrote there, unless edited).
+        dataset.catalog.set_scores(episode_id, score, cast(CatalogScores, scores))
     except (RobodataError, AttributeError, TypeError, ValueError):
         append_audit(dataset.audit_path, 'unreadable_quality_file', episode_id, file=str(path))
 

@@ -3,7 +3,68 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:  # 3.11's; the annotations below are never evaluated, so 3.10 runs this module too
+    from typing import NotRequired
+
+
+class EvidenceJson(TypedDict):
+    """One signal behind an event, as events.json holds it (None for NaN or an infinity)."""
+
+    signal: str
+    value: float | None
+    threshold: float | None
+
+
+class _EventKeys(TypedDict, total=False):  # an event's keys written only sometimes, in their place
+    t_s: float
+    note: str
+
+
+class EventJson(TypedDict):
+    """One event in events.json (`Event.to_json`); `t_s` counts from the episode's start, when it is known."""
+
+    kind: str
+    t_ns: int
+    t_s: NotRequired[float]
+    confidence: float
+    evidence: list[EvidenceJson]
+    note: NotRequired[str]
+    detected_after_s: float
+
+
+class SegmentJson(TypedDict):
+    """One subtask of events.json's timeline (`Segment.to_json`); the seconds when the episode's start is known."""
+
+    name: str
+    attempt: int
+    start_ns: int
+    end_ns: int
+    start_s: NotRequired[float]
+    end_s: NotRequired[float]
+
+
+class SegmentResultJson(TypedDict):
+    """`SegmentResult.to_json`: what events.json holds besides its format and episode id."""
+
+    notes: NotRequired[list[str]]
+    start_ns: int | None
+    end_ns: int | None
+    sources: list[str]
+    thresholds: dict[str, float | None]
+    skipped_samples: dict[str, int]
+    inputs: list[str]
+    calibration: NotRequired[dict[str, Any]]  # the strokes used: their own format (events/calibration.py)
+    warnings: NotRequired[list[str]]
+    events: list[EventJson]
+    timeline: list[SegmentJson]
+
+
+class _ResultKeys(TypedDict, total=False):  # a result's keys written only when they hold something, in their place
+    notes: list[str]
+    calibration: dict[str, Any]
+    warnings: list[str]
 
 
 @dataclass(frozen=True)
@@ -28,18 +89,13 @@ class Event:
     frame_id: str = ''
     note: str = ''
 
-    def to_json(self, episode_start_ns: int | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {'kind': self.kind, 't_ns': self.stamp_ns}
-        if episode_start_ns is not None:
-            out['t_s'] = round((self.stamp_ns - episode_start_ns) / 1e9, 4)
-        out['confidence'] = round(self.confidence, 3)
-        out['evidence'] = [
-            {'signal': e.signal, 'value': _finite(e.value), 'threshold': _finite(e.threshold)} for e in self.evidence
-        ]
-        if self.note:
-            out['note'] = self.note
-        out['detected_after_s'] = round(max(0, self.detected_ns - self.stamp_ns) / 1e9, 4)
-        return out
+    def to_json(self, episode_start_ns: int | None = None) -> EventJson:
+        at: _EventKeys = {} if episode_start_ns is None else {'t_s': round((self.stamp_ns - episode_start_ns) / 1e9, 4)}
+        said: _EventKeys = {'note': self.note} if self.note else {}
+        return {'kind': self.kind, 't_ns': self.stamp_ns, **at, 'confidence': round(self.confidence, 3),
+                'evidence': [{'signal': e.signal, 'value': _finite(e.value), 'threshold': _finite(e.threshold)}
+                             for e in self.evidence],
+                **said, 'detected_after_s': round(max(0, self.detected_ns - self.stamp_ns) / 1e9, 4)}
 
 
 def _finite(value: float) -> float | None:
@@ -55,9 +111,9 @@ class Segment:
     end_ns: int
     attempt: int = 1
 
-    def to_json(self, episode_start_ns: int | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {'name': self.name, 'attempt': self.attempt, 'start_ns': self.start_ns,
-                               'end_ns': self.end_ns}
+    def to_json(self, episode_start_ns: int | None = None) -> SegmentJson:
+        out: SegmentJson = {'name': self.name, 'attempt': self.attempt, 'start_ns': self.start_ns,
+                            'end_ns': self.end_ns}
         if episode_start_ns is not None:
             out['start_s'] = round((self.start_ns - episode_start_ns) / 1e9, 4)
             out['end_s'] = round((self.end_ns - episode_start_ns) / 1e9, 4)
@@ -80,17 +136,20 @@ class SegmentResult:
     warnings: list[str] = field(default_factory=list)  # what looks wrong with the input (no event where one was due)
     calibration: dict[str, Any] = field(default_factory=dict)  # the strokes used, and where they came from
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SegmentResultJson:
+        notes: _ResultKeys = {'notes': list(self.notes)} if self.notes else {}
+        calibration: _ResultKeys = {'calibration': self.calibration} if self.calibration else {}
+        warnings: _ResultKeys = {'warnings': list(self.warnings)} if self.warnings else {}
         return {
-            **({'notes': list(self.notes)} if self.notes else {}),
+            **notes,
             'start_ns': self.start_ns,
             'end_ns': self.end_ns,
             'sources': list(self.sources),
             'thresholds': {k: _finite(v) for k, v in self.thresholds.items()},
             'skipped_samples': dict(self.skipped),
             'inputs': list(self.inputs),
-            **({'calibration': self.calibration} if self.calibration else {}),
-            **({'warnings': list(self.warnings)} if self.warnings else {}),
+            **calibration,
+            **warnings,
             'events': [e.to_json(self.start_ns) for e in self.events],
             'timeline': [s.to_json(self.start_ns) for s in self.timeline],
         }

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ros_robodata import untrusted
 from ros_robodata.bag.reader import BagReader
@@ -16,13 +16,29 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.calibration import Priors, needs_prior, pool_priors, read_prior
-from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.event import EventJson, SegmentResult, SegmentResultJson
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
 
+if TYPE_CHECKING:  # 3.11's; the annotations below are never evaluated, so 3.10 runs this module too
+    from typing import NotRequired
+
 EVENTS_FILE = 'events.json'
 DATASET = 'dataset'
+
+
+class EventsExtra(TypedDict, total=False):
+    """What `write_events` puts between the format and the result: the episode's id (every caller here gives it)."""
+
+    episode_id: str
+
+
+class EventsDoc(SegmentResultJson):
+    """events.json as `write_events` writes it: its format, the episode's id, then `SegmentResult.to_json`."""
+
+    format: str  # ros_robodata.events/1
+    episode_id: NotRequired[str]
 
 
 def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
@@ -69,7 +85,7 @@ def _listed(topics: Any) -> str:
     return ', '.join(names[:12]) + (f' and {len(names) - 12} more' if len(names) > 12 else '') if names else 'no topic'
 
 
-def read_events_file(path: Path) -> dict[str, Any]:
+def read_events_file(path: Path) -> EventsDoc:
     """An events.json checked against what `robodata segment` writes: events each with a kind and an integer t_ns,
     and timeline segments (when there) each with a name and integer start_ns/end_ns. RobodataError naming the
     file and what is wrong otherwise."""
@@ -89,23 +105,24 @@ def read_events_file(path: Path) -> dict[str, Any]:
             isinstance(s, dict) and isinstance(s.get('name'), str) and _is_int(s.get('start_ns'))
             and _is_int(s.get('end_ns')) for s in timeline):
         raise RobodataError(f'{path}: its timeline is not a list of segments with a name, start_ns and end_ns: {hint}')
-    checked: dict[str, Any] = doc  # JSON, checked above
-    return checked
+    # What robodata writes, as far as checked above: its events and timeline; the other keys are read with .get and
+    # their own checks where a reader needs them (a user may have edited the file).
+    return cast(EventsDoc, doc)
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
+def read_events(path: Path) -> list[EventJson]:
     """The events of an events.json (see read_events_file)."""
-    events: list[dict[str, Any]] = read_events_file(path)['events']
-    return events
+    return read_events_file(path)['events']
 
 
-def write_events(path: Path, result: SegmentResult, extra: dict[str, Any] | None = None) -> None:
+def write_events(path: Path, result: SegmentResult, extra: EventsExtra | None = None) -> None:
     """events.json, written whole or not at all (a crash leaves the previous file)."""
-    write_json(path, {'format': 'ros_robodata.events/1', **(extra or {}), **result.to_json()})
+    doc: EventsDoc = {'format': 'ros_robodata.events/1', **(extra or {}), **result.to_json()}
+    write_json(path, doc)
 
 
 def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, *, priors: Priors | None = None,

@@ -29,6 +29,7 @@ from ros_robodata.bag.sensor_files import cloud_points, encode_frame_image, writ
 from ros_robodata.bag.types import typestore
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.errors import BagError, RobodataError
+from ros_robodata.events.offline import EventsDoc
 from ros_robodata.export.export_plan import (
     GRIPPER,
     JOINT_STATES,
@@ -57,7 +58,7 @@ STAGING_DIR = '.staging'  # an episode exported again is written here first, the
 
 
 def export_episode(bag: Path, episode_id: str, out_dir: Path, plan: ExportPlan, *,
-                   events: dict[str, Any] | None = None, task: str = '', outcome: str = '') -> dict[str, Any]:
+                   events: EventsDoc | None = None, task: str = '', outcome: str = '') -> dict[str, Any]:
     """Export one bag into DIR/episodes/<episode_id>/ and return (and write, last) its frames.json."""
     with BagReader(bag) as reader:
         if plan.reference.topic not in reader.topics:
@@ -75,7 +76,7 @@ class EpisodeExport:
     written as soon as their pairing is settled; finish() writes frames.json last."""
 
     def __init__(self, episode_id: str, out_dir: Path, plan: ExportPlan, *, present: set[str] | None = None,
-                 events: dict[str, Any] | None = None, task: str = '', outcome: str = '', start_ns: int = 0,
+                 events: EventsDoc | None = None, task: str = '', outcome: str = '', start_ns: int = 0,
                  decode: Callable[[BagMessage], Any] | None = None) -> None:
         check_episode_id(episode_id)
         self.episode_id, self.plan, self.task, self.outcome = episode_id, plan, task, outcome
@@ -86,8 +87,10 @@ class EpisodeExport:
         if options.schedule.around_events and events is None:
             raise RobodataError(f'{episode_id}: no events.json: run `robodata segment` first (--around-events '
                                 'needs it)')
-        event_list = [(str(e['kind']), int(e['t_ns'])) for e in (events or {}).get('events', [])]
-        timeline = [(str(s['name']), int(s['start_ns']), int(s['end_ns'])) for s in (events or {}).get('timeline', [])]
+        listed = events.get('events', []) if events is not None else []
+        segments = events.get('timeline', []) if events is not None else []  # events.json of older robodata: none
+        event_list = [(str(e['kind']), int(e['t_ns'])) for e in listed]
+        timeline = [(str(s['name']), int(s['start_ns']), int(s['end_ns'])) for s in segments]
         self._writer = _FrameWriter(out_dir, self.episode_dir, episode_id, plan, event_list, timeline,
                                     decode or _decode)
         available = present if present is not None else {s.topic for s in (plan.reference, *plan.sensors)}

@@ -25,6 +25,7 @@ from ros_robodata.quality.host_stall import merge_host_stalls
 from ros_robodata.quality.image_cdr import gray_from_image_cdr
 from ros_robodata.quality.images import CameraWatch, ImageLimits
 from ros_robodata.quality.motion import JointMotion, MotionLimits, limits_from_urdf
+from ros_robodata.quality.quality_format import EpisodeMetrics, ReportJson
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
 from ros_robodata.signals import (
     GripperReading,
@@ -66,7 +67,7 @@ class EpisodeReport:
     """What the checks found in one episode."""
 
     findings: list[Finding]
-    metrics: dict[str, Any]
+    metrics: EpisodeMetrics
     start_ns: int | None
     end_ns: int | None
     trajectory: tuple[Any, Any] | None = None  # (times_ns, N x J positions), decimated; not serialized
@@ -77,7 +78,7 @@ class EpisodeReport:
     def score(self) -> float:
         return score_of(self.findings)[0]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReportJson:
         score, reasons = score_of(self.findings)
         return {'score': score, 'reasons': reasons, 'start_ns': self.start_ns, 'end_ns': self.end_ns,
                 'findings': [f.to_json(self.start_ns) for f in self.findings], 'metrics': self.metrics}
@@ -293,7 +294,7 @@ class EpisodeQuality:
         duration = (self.last_ns - self.first_ns) / 1e9 if self.first_ns is not None and self.last_ns else 0.0
         motion = self.motion
         times, rows = motion.trajectory.arrays() if motion is not None else ((), None)
-        metrics: dict[str, Any] = {
+        metrics: EpisodeMetrics = {
             'duration_s': round(duration, 3),
             'topics': {topic: {'count': t.count, 'rate_hz': _round(t.rate_hz()), 'expected_hz': t.limits.rate_hz,
                                'lost': t.lost, 'mean_latency_ms': _round(t.mean_latency_ms())}

@@ -4,10 +4,11 @@ dataset-level steps added), the score in [0, 1] and its reasons, the success ver
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from ros_robodata.dataset.catalog import CatalogScores
 from ros_robodata.quality.episode_checks import EpisodeReport, score_of
 from ros_robodata.quality.findings import ERROR, WARN, Finding
+from ros_robodata.quality.quality_format import ConsistencyJson, QualityDoc, SuccessJson
 
 __all__ = ['EpisodeScore', 'catalog_scores', 'num']
 
@@ -19,8 +20,8 @@ class EpisodeScore:
     outcome: str
     report: EpisodeReport
     extra: list[Finding] = field(default_factory=list)
-    success: dict[str, Any] | None = None
-    consistency: dict[str, Any] | None = None
+    success: SuccessJson | None = None
+    consistency: ConsistencyJson | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -36,25 +37,26 @@ class EpisodeScore:
         """Why the score is below 1, worst first."""
         return score_of(self.findings)[1]
 
-    def to_json(self) -> dict[str, Any]:
-        data = self.report.to_json()
+    def to_json(self) -> QualityDoc:
+        report = self.report.to_json()
         score, reasons = score_of(self.findings)
-        data.update({'format': 'ros_robodata.quality/1', 'episode_id': self.episode_id, 'task': self.task,
-                     'outcome': self.outcome, 'score': score, 'reasons': reasons,
-                     'findings': [f.to_json(self.report.start_ns) for f in self.findings],
-                     'success': self.success, 'consistency': self.consistency, 'catalog': catalog_scores(self)})
-        return data
+        # The report's keys first, in their place (score, reasons and findings replaced there), then the rest.
+        return {**report, 'format': 'ros_robodata.quality/1', 'episode_id': self.episode_id, 'task': self.task,
+                'outcome': self.outcome, 'score': score, 'reasons': reasons,
+                'findings': [f.to_json(self.report.start_ns) for f in self.findings],
+                'success': self.success, 'consistency': self.consistency, 'catalog': catalog_scores(self)}
 
 
-def catalog_scores(s: EpisodeScore) -> dict[str, Any]:
+def catalog_scores(s: EpisodeScore) -> CatalogScores:
     """The catalog's score columns of an episode: finding counts, checks fired, consistency, the verdict."""
     counts: dict[str, int] = {}
     for f in s.findings:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     return {'errors': counts.get(ERROR, 0), 'warnings': counts.get(WARN, 0),
             'checks': sorted({f.check for f in s.findings}),
-            'consistency': (s.consistency or {}).get('normalized'),
-            'success_verdict': (s.success or {}).get('success'), 'disagrees': (s.success or {}).get('disagrees')}
+            'consistency': s.consistency['normalized'] if s.consistency else None,
+            'success_verdict': s.success['success'] if s.success else None,
+            'disagrees': s.success['disagrees'] if s.success else None}
 
 
 def num(value: float) -> float | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ros_robodata.quality.quality_format import FindingJson
+
 INFO, WARN, ERROR = 'info', 'warn', 'error'
 SEVERITIES = (INFO, WARN, ERROR)  # info: worth knowing, not a data fault (costs the score nothing)
 
@@ -25,11 +27,11 @@ class Finding:
     ranges: tuple[tuple[int, int], ...] = ()
     count: int = 1  # how many samples (or frames) fired; `ranges` merges them into stretches (len(ranges) of them)
 
-    def to_json(self, episode_start_ns: int | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {'check': self.check, 'severity': self.severity, 'topic': self.topic,
-                               'message': self.message, 'value': _number(self.value),
-                               'threshold': _number(self.threshold), 'count': self.count,
-                               'stretches': len(self.ranges), 'ranges_ns': [list(r) for r in self.ranges]}
+    def to_json(self, episode_start_ns: int | None = None) -> FindingJson:
+        out: FindingJson = {'check': self.check, 'severity': self.severity, 'topic': self.topic,
+                            'message': self.message, 'value': _number(self.value),
+                            'threshold': _number(self.threshold), 'count': self.count,
+                            'stretches': len(self.ranges), 'ranges_ns': [list(r) for r in self.ranges]}
         if episode_start_ns is not None:
             out['ranges_s'] = [list(span) for span in self.ranges_s(episode_start_ns)]
         return out
@@ -40,7 +42,7 @@ class Finding:
                 for a, b in self.ranges]
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Finding:
+    def from_json(cls, data: FindingJson) -> Finding:
         return cls(check=data['check'], severity=data['severity'], topic=data['topic'], message=data['message'],
                    value=_float(data.get('value')), threshold=_float(data.get('threshold')),
                    ranges=tuple((int(a), int(b)) for a, b in data.get('ranges_ns', [])), count=int(data['count']))

@@ -21,6 +21,7 @@ import numpy as np
 
 from ros_robodata.quality.findings import ERROR, INFO, WARN, Finding, Ranges
 from ros_robodata.quality.joint_stop import explain_stuck, is_hand_joint
+from ros_robodata.quality.quality_format import TrimPoints
 
 
 @dataclass(frozen=True)
@@ -366,10 +367,10 @@ class JointMotion:
             self._idle.add(since, (end_ns - since) / 1e9, end_ns=end_ns)
             self.idle_ns += end_ns - since
 
-    def trim(self) -> dict[str, float]:
+    def trim(self) -> TrimPoints:
         """Idle at the very start or end of the episode, as trim points (s from the first sample) a training
         export may cut at: the arm waiting for the operator is no demonstration."""
-        out: dict[str, float] = {}
+        out: TrimPoints = {}
         if self.first_ns is None or self.last_ns is None:
             return out
         near = int(0.5e9)

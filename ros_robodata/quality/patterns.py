@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from ros_robodata.dataset.episode import Episode
 from ros_robodata.quality.episode_checks import EpisodeReport
 from ros_robodata.quality.findings import INFO, WARN, Finding
 from ros_robodata.quality.joint_stop import explain_stuck
+from ros_robodata.quality.quality_format import PatternJson
 
 __all__ = ['PATTERN_MIN_EPISODES', 'PATTERN_SHARE', 'Pattern', 'explain_jumps_over_dataset',
            'explain_stuck_over_dataset', 'find_patterns',
@@ -52,7 +52,7 @@ class Pattern:
             line += f'; beyond it, still a warning: {", ".join(self.beyond)}'
         return line
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PatternJson:
         return {'check': self.check, 'topic': self.topic, 'subject': self.subject, 'episodes': list(self.episodes),
                 'of': self.of, 'example': self.example, 'beyond': list(self.beyond), 'message': self.line()}
 

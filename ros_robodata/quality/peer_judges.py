@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ros_robodata.events.event import EventJson
 from ros_robodata.profile import Profile
 from ros_robodata.quality.episode_score import EpisodeScore, num
 from ros_robodata.quality.findings import INFO, WARN, Finding
@@ -21,7 +22,7 @@ _PHASE_AFTER = {GRASP_START: 'the grasp', CONTACT: 'the grasp', GRASP: 'the tran
                 GRASP_FAILED: 'the time after a failed grasp', COLLISION: 'the time after a collision'}
 
 
-def phase_at(events: list[dict] | None, t_ns: int) -> str | None:
+def phase_at(events: list[EventJson] | None, t_ns: int) -> str | None:
     """The subtask an episode was in at `t_ns` by its segment events (reach, grasp, transport, retreat); None
     without events."""
     if not events:
@@ -34,7 +35,7 @@ def phase_at(events: list[dict] | None, t_ns: int) -> str | None:
 
 
 def judge_consistency(scores: dict[str, EpisodeScore], profile: Profile,
-                       events: dict[str, list[dict] | None]) -> None:
+                       events: dict[str, list[EventJson] | None]) -> None:
     """Each episode against the other demonstrations of its task (quality.consistency), by joint name: the
     episodes of a task are compared on the joints they all have, in one order."""
     # Start-up time: dtaidistance (~10 ms over NumPy, ~75 ms alone), which only a dataset-level run needs.
@@ -112,7 +113,7 @@ def flag_jerky(scores: dict[str, EpisodeScore], z_limit: float = 3.5, floor: flo
                     f'(log dimensionless jerk {value:.1f} against a typical {centre:.1f})', value, centre - floor))
 
 
-def judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[dict] | None],
+def judge_success(scores: dict[str, EpisodeScore], events: dict[str, list[EventJson] | None],
                    openings: dict[str, float | None], profile: Profile, labelled: set[str]) -> None:
     """The success criteria from events and signals; compared with the operator's label where there is one (a
     bag on its own has none: its verdict is shown, never called a disagreement)."""

@@ -18,7 +18,7 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.calibration import Priors, read_prior
-from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.event import EventJson, SegmentResult
 from ros_robodata.events.offline import EVENTS_FILE, read_events_file, write_events
 from ros_robodata.events.segmenter import Segmenter, episode_input_start
 from ros_robodata.events.stroke import Stroke
@@ -36,6 +36,7 @@ from ros_robodata.quality.patterns import (
     imported_outcomes,
 )
 from ros_robodata.quality.peer_judges import flag_jerky, judge_consistency, judge_success
+from ros_robodata.quality.quality_format import QualitySummary
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -117,7 +118,7 @@ class ScoreJob:
         return cls(item.name, item.bag, item.folder, item.outcome, profile, images, since)
 
 
-def _score_one(job: ScoreJob) -> tuple[str, BagScore | str, list[dict[str, Any]] | None]:
+def _score_one(job: ScoreJob) -> tuple[str, BagScore | str, list[EventJson] | None]:
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
     pass (and gets its events.json); a bag on its own (no folder) is segmented in memory. An events.json that
     cannot be read is said in the bag's notes (with its path), and the success criteria are not judged."""
@@ -164,8 +165,8 @@ class ScoreRun:
 
     scores: dict[str, EpisodeScore]
     failed: dict[str, str]
-    summary: dict[str, Any]
-    events: dict[str, list[dict[str, Any]] | None] = field(default_factory=dict)
+    summary: QualitySummary
+    events: dict[str, list[EventJson] | None] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     notes: dict[str, list[str]] = field(default_factory=dict)  # per name: how its bag was read, sidecars unread
 
@@ -181,7 +182,7 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     scores: dict[str, EpisodeScore] = {}
     failures: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
-    events: dict[str, list[dict[str, Any]] | None] = {}
+    events: dict[str, list[EventJson] | None] = {}
     openings: dict[str, float | None] = {}
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -211,16 +212,16 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     flag_jerky(scores)
     labels = {i.name: i.outcome for i in items if i.outcome is not None}
     mix = outcome_mix(labels) if labels else None
-    summary = {'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
-               'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
-               'warnings': [w for w in (mix.warnings if mix else [])
-                            if not (imported_note and w.endswith('have no outcome label'))]
-               + ([imported_note] if imported_note else [])
-               + [p.line() for p in patterns],
-               'patterns': [p.to_json() for p in patterns],
-               'mean_score': num(float(np.mean([score_of(s.findings)[0] for s in scores.values()])))
-               if scores else None,
-               'checks': _check_counts(scores.values()), 'skipped': skipped}
+    summary: QualitySummary = {
+        'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failures,
+        'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
+        'warnings': [w for w in (mix.warnings if mix else [])
+                     if not (imported_note and w.endswith('have no outcome label'))]
+        + ([imported_note] if imported_note else [])
+        + [p.line() for p in patterns],
+        'patterns': [p.to_json() for p in patterns],
+        'mean_score': num(float(np.mean([score_of(s.findings)[0] for s in scores.values()]))) if scores else None,
+        'checks': _check_counts(scores.values()), 'skipped': skipped}
     return ScoreRun(scores, failures, summary, events, skipped, notes)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from ros_robodata.vocabulary import (
     SUCCESS,
     UNKNOWN,
 )
+
+if TYPE_CHECKING:  # a type only: the events package is not loaded for it
+    from ros_robodata.events.event import EventJson
 
 # Gripper opening (0 closed .. 1 open, in stroke units) that counts as open at the end.
 OPEN_AT_END = 0.8
@@ -62,7 +65,7 @@ class _Ev:
     t_s: float | None  # episode-relative seconds, when events.json gives them
 
 
-def evaluate_success(events: list[dict], *, end_ns: int, gripper_opening_at_end: float | None,
+def evaluate_success(events: Sequence[EventJson], *, end_ns: int, gripper_opening_at_end: float | None,
                      tool_height: tuple[np.ndarray, np.ndarray] | None, criteria: Success,
                      operator_outcome: str, lift_sensed: bool = True) -> SuccessVerdict:
     """Check the profile's success criteria on one episode and compare the verdict with the operator's label.

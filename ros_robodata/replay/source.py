@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ros_robodata.errors import RobodataError
-from ros_robodata.events.offline import read_events_file
+from ros_robodata.events.offline import read_events
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def find_source(path: Path) -> ReplaySource:
         return ReplaySource(bag, episode, notes=(f'{episode.name}: no events.json, so n/p have no events to go to '
                                                  '(run `robodata segment` on the episode)',))
     try:
-        events = read_events_file(events_file)['events']
+        events = read_events(events_file)
     except RobodataError as err:
         return ReplaySource(bag, episode, notes=(f'{err}; replaying without events',))
     return ReplaySource(bag, episode, tuple(sorted(int(e['t_ns']) for e in events)))

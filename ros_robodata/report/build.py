@@ -15,12 +15,14 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
 from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
+from ros_robodata.quality.quality_format import QualitySummary
 from ros_robodata.quality.scoring import score_items
 from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
 from ros_robodata.report.report_signals import read_signals
 from ros_robodata.report.scores import ScoredEpisode, load_scores
 from ros_robodata.selection.queue import read_queue
+from ros_robodata.selection.queue_format import ReviewQueue
 
 REPORT_FILE = 'report.html'
 Progress = Callable[[Iterable[Any]], Iterator[Any]]
@@ -94,7 +96,7 @@ def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, 
                      profile, detail=detail, progress=progress, review=_review_queue(dataset))
 
 
-def _review_queue(dataset: Dataset) -> tuple[dict[str, Any] | None, str | None]:
+def _review_queue(dataset: Dataset) -> tuple[ReviewQueue | None, str | None]:
     """The queue `robodata select` stored, for the report's section; a queue file that is not one is a note on the
     page, not a failed report."""
     try:
@@ -118,9 +120,9 @@ def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, w
     return result
 
 
-def render_to(path: Path, name: str, summary: dict[str, Any], scored: list[ScoredEpisode], bags: dict[str, Path],
+def render_to(path: Path, name: str, summary: QualitySummary, scored: list[ScoredEpisode], bags: dict[str, Path],
               profile: Profile, *, detail: int | None = None, progress: Progress | None = None,
-              review: tuple[dict[str, Any] | None, str | None] | None = None) -> ReportResult:
+              review: tuple[ReviewQueue | None, str | None] | None = None) -> ReportResult:
     """Figures and frames of the worst `detail` episodes from their bags, the page, written whole."""
     ordered = sorted(scored, key=lambda s: (s.score if s.score == s.score else -1.0, s.id))
     detailed = ordered if detail is None else ordered[:max(0, detail)]
@@ -159,6 +161,7 @@ def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile,
                              notes=signals.notes)
     if reference is not None:
         c = ep.quality['consistency']
+        assert c is not None  # a reference is only found for a consistency outlier (_reference_of)
         joints = c.get('far_joints')
         try:
             theirs = read_signals(reference[0], reference[1], profile)

@@ -9,9 +9,11 @@ from typing import Any
 
 from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.outputs import REPORT_MARK
+from ros_robodata.quality.quality_format import ConsistencyJson, FindingJson, QualityDoc, QualitySummary
 from ros_robodata.report.queue_section import queue_html
 from ros_robodata.report.report_signals import Thumbnail
 from ros_robodata.report.scores import ScoredEpisode
+from ros_robodata.selection.queue_format import ReviewQueue
 from ros_robodata.version import __version__
 
 
@@ -60,8 +62,8 @@ figcaption { font-size: 12px; color: #444; }
 """
 
 
-def render_report(name: str, summary: dict[str, Any], episodes: list[ScoredEpisode],
-                  visuals: dict[str, EpisodeVisuals], review: tuple[dict[str, Any] | None, str | None] | None = None
+def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpisode],
+                  visuals: dict[str, EpisodeVisuals], review: tuple[ReviewQueue | None, str | None] | None = None
                   ) -> str:
     """The whole page. Everything read from files is escaped: ids, tasks and messages come from users. `review`:
     (the dataset's review queue or None, why it could not be read) for a dataset; None for bags."""
@@ -97,16 +99,16 @@ def _score_badge(score: float) -> str:
     return f'<span class="score {grade}">{score:.2f}</span>'
 
 
-def _verdict(quality: dict[str, Any]) -> str:
-    success = quality.get('success') or {}
+def _verdict(quality: QualityDoc) -> str:
+    success = quality.get('success')
     verdicts: dict[object, str] = {True: 'success', False: 'failure'}
-    text = verdicts.get(success.get('success'), '–')
-    if success.get('disagrees'):
+    text = verdicts.get(success.get('success') if success else None, '–')
+    if success and success.get('disagrees'):
         text += '<span class="flag">disagrees with label</span>'
     return text
 
 
-def far_span(consistency: dict[str, Any]) -> tuple[float, float] | None:
+def far_span(consistency: ConsistencyJson) -> tuple[float, float] | None:
     """Where in its course a consistency outlier differs most, as quality.json says it; None when it does not say
     it in that shape (an older or hand-edited file)."""
     span = consistency.get('far_span')
@@ -115,18 +117,18 @@ def far_span(consistency: dict[str, Any]) -> tuple[float, float] | None:
     return None
 
 
-def _consistency(quality: dict[str, Any]) -> str:
-    c = quality.get('consistency') or {}
-    normalized = c.get('normalized')
+def _consistency(quality: QualityDoc) -> str:
+    c = quality.get('consistency')
+    normalized = c.get('normalized') if c else None
     if not isinstance(normalized, (int, float)):
         return '–'
     text = f'{normalized:.2f}'
-    if c.get('outlier'):
+    if c and c.get('outlier'):
         text += '<span class="flag">outlier</span>'
     return text
 
 
-def _summary_html(summary: dict[str, Any], episodes: list[ScoredEpisode],
+def _summary_html(summary: QualitySummary, episodes: list[ScoredEpisode],
                   visuals: dict[str, EpisodeVisuals]) -> str:
     count = len(episodes)
     mean = summary.get('mean_score')
@@ -183,7 +185,7 @@ def _summary_html(summary: dict[str, Any], episodes: list[ScoredEpisode],
     return '\n'.join(out)
 
 
-def _when(ep: ScoredEpisode, f: dict[str, Any]) -> str:
+def _when(ep: ScoredEpisode, f: FindingJson) -> str:
     ranges = f.get('ranges_ns') or []
     if not ranges:
         return '–'

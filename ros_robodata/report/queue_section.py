@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ros_robodata.selection.queue_format import ReviewQueue
+
 SHOWN_EXCLUDED = 50
 
 
@@ -13,7 +15,7 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def queue_html(queue: dict[str, Any] | None, problem: str | None, detailed: set[str]) -> str:
+def queue_html(queue: ReviewQueue | None, problem: str | None, detailed: set[str]) -> str:
     """The section; a note when there is no queue yet or it could not be read. `detailed`: the episodes that have
     a section of their own on the page (their ids link to it)."""
     out = ['<section id="review-queue"><h2>Review queue</h2>']

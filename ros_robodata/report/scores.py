@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.targets import Filters, Target, select
 from ros_robodata.errors import RobodataError
+from ros_robodata.events.event import EventJson
 from ros_robodata.events.offline import EVENTS_FILE
+from ros_robodata.quality.quality_format import FindingJson, QualityDoc, QualitySummary
 from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE
 
 
@@ -20,8 +22,8 @@ class ScoredEpisode:
     """One episode as the report sees it before its bag is opened."""
 
     episode: Episode
-    quality: dict[str, Any]
-    events: list[dict[str, Any]] = field(default_factory=list)
+    quality: QualityDoc
+    events: list[EventJson] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -33,7 +35,7 @@ class ScoredEpisode:
         return float(value) if isinstance(value, (int, float)) else float('nan')
 
     @property
-    def findings(self) -> list[dict[str, Any]]:
+    def findings(self) -> list[FindingJson]:
         return list(self.quality.get('findings') or [])
 
     @property
@@ -102,14 +104,16 @@ def _check_shape(data: dict[str, Any], shape: dict[str, Any], path: Path, hint: 
     return data
 
 
-def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[dict[str, Any], list[ScoredEpisode]]:
+def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[QualitySummary, list[ScoredEpisode]]:
     """quality_summary.json and every scored episode `filters` pick; fails with what to run when the dataset is
     not scored, because a report of a partly scored dataset would silently leave episodes out."""
     hint = f'run `robodata score {dataset.root}` first'
     summary_path = dataset.root / SUMMARY_FILE
     if not summary_path.is_file():
         raise RobodataError(f'{dataset.root}: not scored yet (no {SUMMARY_FILE}): {hint}')
-    summary = _check_shape(_read_json(summary_path, hint), _SUMMARY_SHAPE, summary_path, hint)
+    # The shapes checked are what the report reads as it is; what it reads of the rest (a finding's keys, an
+    # event's), it reads with .get and checks where it uses it: an edited file is named, never a traceback.
+    summary = cast(QualitySummary, _check_shape(_read_json(summary_path, hint), _SUMMARY_SHAPE, summary_path, hint))
     failed = summary.get('failed') or {}
     scored, missing = [], []
     for item in select(Target('dataset', dataset.root, dataset), filters):
@@ -121,11 +125,12 @@ def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[dict[
         if not path.is_file():
             missing.append(row.id)
             continue
-        quality = _check_shape(_read_json(path, hint), _QUALITY_SHAPE, path, hint)
+        quality = cast(QualityDoc, _check_shape(_read_json(path, hint), _QUALITY_SHAPE, path, hint))  # see above
         events_path = dataset.episode_dir(row.id) / EVENTS_FILE
-        events: list[dict[str, Any]] = []
-        if events_path.is_file():
-            events = [e for e in _read_json(events_path, hint).get('events') or [] if isinstance(e, dict)]
+        events: list[EventJson] = []
+        if events_path.is_file():  # the objects among them, read as above
+            events = cast('list[EventJson]', [e for e in _read_json(events_path, hint).get('events') or []
+                                              if isinstance(e, dict)])
         scored.append(ScoredEpisode(row, quality, events))
     if missing:
         more = f' and {len(missing) - 3} more' if len(missing) > 3 else ''

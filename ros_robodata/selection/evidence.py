@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ros_robodata import untrusted
 from ros_robodata.errors import RobodataError
+
+if TYPE_CHECKING:  # types only: selection loads neither the segmenter nor the scorer
+    from ros_robodata.events.event import EventJson
+    from ros_robodata.quality.quality_format import FindingJson
 
 QUALITY_FILE = 'quality.json'  # as quality.score writes it (not imported: selection needs no scorer)
 EVENTS_FILE = 'events.json'
@@ -25,10 +29,12 @@ class Evidence:
     status: str
     scored: bool = False
     score: float | None = None
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    success: dict[str, Any] = field(default_factory=dict)
-    consistency: dict[str, Any] = field(default_factory=dict)
-    events: list[dict[str, Any]] | None = None
+    # The entries of quality.json and events.json that are objects (an events.json entry with a kind): what a
+    # reader takes of them beyond that, it checks where it takes it (the files may have been edited).
+    findings: list[FindingJson] = field(default_factory=list)
+    success: dict[str, Any] = field(default_factory=dict)  # quality.json's, {} without one (SuccessJson's keys)
+    consistency: dict[str, Any] = field(default_factory=dict)  # quality.json's, {} without one (ConsistencyJson's)
+    events: list[EventJson] | None = None
     event_warnings: list[str] = field(default_factory=list)
     reviewed: str | None = None  # the reviewed verdict from annotations.json, if any
     reviewers_disagree: str = ''  # why its reviewers disagreed (review/disagreements.json), if they did
@@ -42,7 +48,8 @@ def read_evidence(episode_dir: Path, episode_id: str, task: str, outcome: str, s
         score = quality.get('score')
         if isinstance(score, (int, float)) and not isinstance(score, bool):
             evidence.scored, evidence.score = True, float(score)
-            evidence.findings = [f for f in quality.get('findings') or [] if isinstance(f, dict)]
+            findings = [f for f in quality.get('findings') or [] if isinstance(f, dict)]
+            evidence.findings = cast('list[FindingJson]', findings)
             success, consistency = quality.get('success'), quality.get('consistency')
             evidence.success = success if isinstance(success, dict) else {}
             evidence.consistency = consistency if isinstance(consistency, dict) else {}
@@ -50,7 +57,8 @@ def read_evidence(episode_dir: Path, episode_id: str, task: str, outcome: str, s
             evidence.notes.append(f'{episode_dir / QUALITY_FILE}: no score in it (not what robodata score writes)')
     events = _read(episode_dir / EVENTS_FILE, evidence)
     if events is not None and isinstance(events.get('events'), list):
-        evidence.events = [e for e in events['events'] if isinstance(e, dict) and isinstance(e.get('kind'), str)]
+        evidence.events = cast('list[EventJson]', [e for e in events['events']
+                                                   if isinstance(e, dict) and isinstance(e.get('kind'), str)])
         warnings = events.get('warnings')
         evidence.event_warnings = [str(w) for w in warnings] if isinstance(warnings, list) else []
     return evidence

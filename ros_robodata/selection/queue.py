@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.audit import append_audit
@@ -28,6 +28,7 @@ from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.files import write_json
 from ros_robodata.selection.embedding import embeddings
 from ros_robodata.selection.evidence import Evidence, read_evidence
+from ros_robodata.selection.queue_format import QueueEntry, QueueInputs, ReviewQueue
 from ros_robodata.selection.rank import Pick, pick, standardized
 from ros_robodata.selection.reviewed import reviewed_verdict, reviewer_disagreements
 from ros_robodata.selection.signals import MIN_SCORE, WEIGHTS, episode_signals, typical_confidence, unusable
@@ -71,7 +72,7 @@ class SelectRun:
 
     picks: list[Pick]
     excluded: dict[str, str]
-    queue: dict[str, Any]
+    queue: ReviewQueue
     path: Path | None
     notes: list[str] = field(default_factory=list)
 
@@ -181,13 +182,13 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
 
 def _document(dataset: Dataset, asked: str, count: int, items: list[Any], picks: list[Pick], excluded: dict[str, str],
               evidence: dict[str, Evidence], scores: dict[str, float] | None, uncertainty: str | Path | None,
-              filters: Filters | None, include_reviewed: bool, min_score: float, notes: list[str]) -> dict[str, Any]:
-    inputs: dict[str, Any] = {'filters': {k: v for k, v in (filters or Filters()).__dict__.items() if v is not None},
-                              'include_reviewed': include_reviewed, 'min_score': min_score}
+              filters: Filters | None, include_reviewed: bool, min_score: float, notes: list[str]) -> ReviewQueue:
+    inputs: QueueInputs = {'filters': {k: v for k, v in (filters or Filters()).__dict__.items() if v is not None},
+                           'include_reviewed': include_reviewed, 'min_score': min_score}
     if scores is not None and uncertainty is not None:
         inputs['uncertainty'] = {'file': str(uncertainty), 'episodes': len(scores),
                                  'sha256': hashlib.sha256(Path(uncertainty).read_bytes()).hexdigest()}
-    queue = []
+    queue: list[QueueEntry] = []
     for p in picks:
         e = evidence[p.episode_id]
         queue.append({
@@ -205,7 +206,7 @@ def _document(dataset: Dataset, asked: str, count: int, items: list[Any], picks:
             'notes': sorted(set(notes))}
 
 
-def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded: dict[str, str],
+def _write(dataset: Dataset, queue: ReviewQueue, picks: list[Pick], excluded: dict[str, str],
            who: str | None) -> Path:
     """queue.json, then the catalog's review columns, then the audit line."""
     dataset.catalog.check_room()
@@ -223,7 +224,7 @@ def _write(dataset: Dataset, queue: dict[str, Any], picks: list[Pick], excluded:
     return path
 
 
-def read_queue(dataset: Dataset) -> dict[str, Any] | None:
+def read_queue(dataset: Dataset) -> ReviewQueue | None:
     """review/queue.json as written by select, None when there is none; RobodataError when it is not one."""
     path = dataset.root / REVIEW_DIR / QUEUE_FILE
     if not path.exists():
@@ -231,4 +232,6 @@ def read_queue(dataset: Dataset) -> dict[str, Any] | None:
     data = untrusted.read_json(path)
     if not isinstance(data, dict) or data.get('format') != QUEUE_FORMAT or not isinstance(data.get('queue'), list):
         raise RobodataError(f'{path}: not a review queue robodata select wrote')
-    return data
+    # Its format and a list of entries, as checked: a reader of the entries checks what it reads of them (the file
+    # may have been edited by hand).
+    return cast(ReviewQueue, data)
