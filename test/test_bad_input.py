@@ -561,6 +561,22 @@ def test_yaml_nested_thousands_deep_is_one_line_from_info(tmp_path, capsys, make
     assert digest(root) == before
 
 
+def test_a_time_past_int64_in_quality_json_is_named_by_report(tmp_path, capsys, make_demo_dataset):
+    """OverflowError drawing the timeline (found by fuzz_inputs, seed 33): a start_ns no bag can hold is a file
+    robodata did not write, said in one line."""
+    root = make_demo_dataset(1).root
+    assert main(['score', str(root)]) == 0
+    quality = next(root.glob('episodes/*/quality.json'))
+    doc = json.loads(quality.read_text())
+    doc['start_ns'] = int('9' * 25)
+    quality.write_text(json.dumps(doc))
+    capsys.readouterr()
+    code, err = run(capsys, 'report', root, '--out', tmp_path / 'report.html')
+    line = one_line(err, 'report')
+    assert code == 1 and 'quality.json' in line and "'start_ns' holds int" in line and 'robodata score' in line
+    assert not (tmp_path / 'report.html').exists()
+
+
 def test_a_broken_sidecar_is_named_by_report_and_listed_past(tmp_path, capsys, make_demo_dataset):
     """JSONDecodeError in `list` on a broken sidecar (issue 21): list reads the catalog and goes on, report needs
     the sidecar and says which one and what to run."""

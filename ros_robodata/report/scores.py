@@ -81,6 +81,8 @@ _QUALITY_SHAPE: dict[str, Any] = {
 def _fits(value: Any, want: tuple[Any, ...]) -> bool:
     if isinstance(value, bool):
         return False
+    if isinstance(value, int) and not -2**63 <= value < 2**63:  # what robodata writes fits a bag's int64 (ns)
+        return False
     if want[0] == 'list':
         return isinstance(value, list) and all(_fits(v, (want[1],)) for v in value)
     if want[0] == 'dict':
