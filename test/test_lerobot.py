@@ -428,6 +428,24 @@ def test_damaged_sidecars_fail_their_episode_in_one_line(dataset: Any, tmp_path:
     assert f'`{_episode_id(2)}`: failed' in (out / 'README.md').read_text()
 
 
+def test_a_sidecar_nested_too_deep_fails_its_episode_in_one_line(dataset: Any, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    """RecursionError reading an events.json nested 100,000 deep (the exporter read sidecars with plain json.loads,
+    without the limits of a file a user may have edited): that episode fails in one line, the others go out."""
+    copy = tmp_path / 'ds'
+    shutil.copytree(dataset.root, copy)
+    events_path = copy / 'episodes' / _episode_id(1) / 'events.json'
+    events_path.write_text('{"deep": ' + '[' * 100_000 + ']' * 100_000 + '}')
+    before = _contents(copy)
+    out = tmp_path / 'out'
+    assert main(['export', 'lerobot', str(copy), '--out', str(out)]) == 3  # finished, one failed
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (f'robodata export: {_episode_id(1)}: {events_path}: unreadable: nested too deep to be a file of '
+                    'this kind')
+    assert {e['source_episode_id'] for e in _episodes(out)} == {_episode_id(0), _episode_id(2)}
+    assert _contents(copy) == before
+
+
 def test_files_roll_over_past_their_size_limit(dataset: Any, tmp_path: Path) -> None:
     out = tmp_path / 'small_files'
     assert main(['export', 'lerobot', str(dataset.root), '--out', str(out), '--data-file-mb', '0.001',

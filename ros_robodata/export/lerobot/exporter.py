@@ -8,7 +8,6 @@ export never writes over anything).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ros_robodata import untrusted
 from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import lerobot_layout as layout
@@ -70,12 +70,11 @@ class LeRobotExport:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """An episode's sidecar (quality.json, events.json) as robodata wrote it, read with the limits of any file a
+    user may have edited (size, nesting, digits): ExportError naming it when it is not readable JSON."""
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, ValueError) as err:
-        raise ExportError(f'{path}: not readable JSON: {err}') from None
+    data = untrusted.read_json(path, ExportError)
     return data if isinstance(data, dict) else {}
 
 
