@@ -204,8 +204,9 @@ def _watch(args: argparse.Namespace, options: ImportOptions, steps: tuple[str, .
     def on_imported(result: Imported, after: AfterImport) -> None:
         if args.json:
             print_json_line({'event': 'imported', **result.to_json()})
-            if after.to_json():
-                print_json_line({'event': 'then', 'episodes': result.episodes, **after.to_json()})
+            then = after.to_json()
+            if then:
+                print_json_line({'event': 'then', 'episodes': result.episodes, **then})
         else:
             _say(result)
             _say_after(after)

@@ -16,10 +16,9 @@ from ros_robodata.cli.command_common import (
     stderr,
     stdout,
 )
-from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE
-from ros_robodata.report.build import REPORT_FILE, report_work
+from ros_robodata.report.build import REPORT_FILE, report_target, report_work
 
 
 def add_parser(sub: Any) -> None:
@@ -48,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.episodes is not None and args.episodes < 0:
         raise RobodataError('--episodes must be 0 or more')
     filters = filters_from(args)
-    result = report_work(prepare(args.target, args.profile, filters), args.out, filters=filters,
+    result = report_work(report_target(args.target, args.profile, filters), args.out, filters=filters,
                          detail=args.episodes, workers=max(1, args.workers),
                          progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force)
     for episode_id, reason in result.problems.items():

@@ -293,11 +293,12 @@ def as_target(target: TargetLike) -> Target:
 
 
 def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None = None,
-            filters: Filters | None = None, *, need_bag: bool = True) -> Work:
-    """The target resolved, its profile (given, or the dataset's own) and the episodes `filters` pick."""
+            filters: Filters | None = None, *, need_bag: bool = True, pick: bool = True) -> Work:
+    """The target resolved, its profile (given, or the dataset's own) and the episodes `filters` pick; with
+    `pick` False no episode is picked (a caller that reads the catalog itself: no episode.yaml is read)."""
     resolved = as_target(target)
     chosen_profile = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
-    return Work(resolved, chosen_profile, select(resolved, filters, need_bag=need_bag))
+    return Work(resolved, chosen_profile, select(resolved, filters, need_bag=need_bag) if pick else [])
 
 
 def _starts_since(path: Path, since_ns: int) -> bool:

@@ -82,27 +82,24 @@ class ExportJob:
 
 def _export_job(job: ExportJob) -> tuple[str, dict[str, Any] | str, bool]:
     """Worker: (episode_id, frames.json document or a one-line failure, skipped because already current)."""
-    episode_id, bag, events_path, out_dir, plan = job.episode_id, job.bag, job.events_path, job.out_dir, job.plan
-    task, outcome = job.task, job.outcome
+    episode_id, out_dir, plan = job.episode_id, job.out_dir, job.plan
     episode_dir: Path | None = None
     fresh = False
     try:
-        episode_dir = safe_path(Path(out_dir), 'episodes', check_episode_id(episode_id))
+        episode_dir = safe_path(out_dir, 'episodes', check_episode_id(episode_id))
         current = episode_is_current(episode_dir, plan.settings())
         if current is not None:
             return episode_id, current, True
         fresh = not episode_dir.exists()
-        events = None
-        if events_path is not None and Path(events_path).exists():
-            events = read_events_file(Path(events_path))
+        events = read_events_file(job.events_path) if job.events_path is not None and job.events_path.exists() \
+            else None
         if fresh:
-            doc = export_episode(Path(bag), episode_id, Path(out_dir), plan, events=events, task=task,
-                                 outcome=outcome)
+            doc = export_episode(job.bag, episode_id, out_dir, plan, events=events, task=job.task, outcome=job.outcome)
         else:
             # exported before with other settings: staged beside it and swapped in whole (paths in frames.json
             # are relative to the export's folder), so a failure half-way leaves the earlier export as it was
-            doc = replace_folder(episode_dir, Path(out_dir) / STAGING_DIR / episode_id, lambda staging: export_episode(
-                Path(bag), episode_id, staging, plan, events=events, task=task, outcome=outcome),
+            doc = replace_folder(episode_dir, out_dir / STAGING_DIR / episode_id, lambda staging: export_episode(
+                job.bag, episode_id, staging, plan, events=events, task=job.task, outcome=job.outcome),
                 inner=Path('episodes', episode_id))
         return episode_id, doc, False
     except (RobodataError, OSError, ValueError, cv2.error) as err:

@@ -113,8 +113,8 @@ class ScoreJob:
 
     @classmethod
     def of(cls, item: Item, profile: Profile, images: bool) -> ScoreJob:
-        live = item.episode is not None and not item.episode.source
-        since = episode_input_start(item.episode.start_ns) if live and item.episode is not None else None
+        episode = item.episode  # recorded live (no import source): the segmenter reads from its input start
+        since = episode_input_start(episode.start_ns) if episode is not None and not episode.source else None
         return cls(item.name, item.bag, item.folder, item.outcome, profile, images, since)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.importers.import_common import episode_id_for
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare
+from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, as_target, prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_atomic
 from ros_robodata.outputs import check_report_file
@@ -68,8 +68,16 @@ def write_report(target: TargetLike, out: str | Path | None = None, *, profile: 
     Raises:
         RobodataError: the target, profile or `out` cannot be used, or no bag could be scored.
     """
-    return report_work(prepare(target, profile, filters), out, filters=filters, detail=detail, workers=workers,
+    return report_work(report_target(target, profile, filters), out, filters=filters, detail=detail, workers=workers,
                        progress=progress, force=force)
+
+
+def report_target(target: TargetLike, profile: Profile | str | None = None,
+                  filters: Filters | None = None) -> Work:
+    """What a report needs resolved: a dataset's report reads its scores from the catalog and quality.json, so
+    only bags on their own are picked (to be scored in memory)."""
+    resolved = as_target(target)
+    return prepare(resolved, profile, filters, pick=resolved.dataset is None)
 
 
 def report_work(work: Work, out: str | Path | None = None, *, filters: Filters | None = None,
