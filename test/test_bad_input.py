@@ -449,9 +449,13 @@ def test_an_audit_log_with_a_broken_line_is_named_not_a_traceback(tmp_path, make
     from ros_robodata.errors import DatasetError
 
     root = make_demo_dataset(1).root
-    with (root / 'audit.jsonl').open('a') as f:
+    entries = len(list(read_audit(root / 'audit.jsonl')))
+    with (root / 'audit.jsonl').open('a') as f:  # a write cut short by a crash, as the last line: not an entry yet
         f.write('{"time": "cut sho\n')
-    with pytest.raises(DatasetError, match=r'audit\.jsonl: line \d+ is not an audit entry'):
+    assert len(list(read_audit(root / 'audit.jsonl'))) == entries
+    with (root / 'audit.jsonl').open('a') as f:  # an entry after it that does not say the line before was cut
+        f.write('{"time": "2026-12-07T10:00:00+0000", "action": "set_outcome", "episode": null}\n')
+    with pytest.raises(DatasetError, match=rf'audit\.jsonl: line {entries + 1} is not an audit entry'):
         list(read_audit(root / 'audit.jsonl'))
 
 
