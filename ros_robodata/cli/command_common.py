@@ -59,17 +59,23 @@ def add_json(p: argparse.ArgumentParser) -> None:
 
 
 def add_filters(p: argparse.ArgumentParser) -> None:
-    """--task, --outcome, --status, --since: which episodes of a dataset; the same on every command."""
+    """--task, --outcome, --status, --since, --where: which episodes of a dataset; the same on every command."""
     g = p.add_argument_group('which episodes (of a dataset; discarded ones only with --status discarded)')
     g.add_argument('--task', help='only episodes of this task')
     g.add_argument('--outcome', choices=OUTCOMES, help='only episodes with this outcome')
     g.add_argument('--status', choices=STATUSES, help='only episodes with this status')
     g.add_argument('--since', metavar='WHEN', help='only episodes that started since WHEN: a time (2026-03-02, '
                                                    '2026-03-02T10:15:00Z) or a duration back from now (24h, 7d)')
+    g.add_argument('--where', metavar='EXPR',
+                   help='only episodes this condition on the catalog picks, e.g. --where "score < 0.8 and outcome = '
+                        'success": fields (id, task, operator, mode, robot, outcome, status, state, score, duration, '
+                        'start_ns, stop_ns, messages, size_bytes, reviewed, source_id, review_rank), = != < <= > >=, '
+                        'in (a, b), is [not] empty, and, or, not, parentheses; quote text with spaces')
 
 
 def filters_from(args: argparse.Namespace) -> Filters:
     since = getattr(args, 'since', None)
     return Filters(task=getattr(args, 'task', None), outcome=getattr(args, 'outcome', None),
                    status=getattr(args, 'status', None),
-                   since_ns=None if since is None else parse_since(since, time.time_ns()))
+                   since_ns=None if since is None else parse_since(since, time.time_ns()),
+                   where=getattr(args, 'where', None))

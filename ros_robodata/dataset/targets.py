@@ -18,6 +18,7 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.episode_query import EpisodeQuery, compile_query
 from ros_robodata.dataset.importers.import_common import episode_id_for
 from ros_robodata.dataset.sources import IMPORT_FIRST, Recording, find_recordings, recording_at
 from ros_robodata.errors import DatasetError, RobodataError
@@ -25,6 +26,8 @@ from ros_robodata.profile import Profile, load_profile
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, check_choice
 
 KINDS = ('dataset', 'episode', 'bag', 'bags')
+# left out unless asked for: thrown away by the operator, or deleted by `robodata retire` (nothing left to work on)
+HIDDEN = ('discarded', 'retired')
 
 
 @dataclass(frozen=True)
@@ -157,34 +160,51 @@ def profile_for(target: Target, profile_path: str | os.PathLike[str] | None) -> 
 
 @dataclass(frozen=True)
 class Filters:
-    """Which episodes of a dataset a command works on. Discarded episodes are left out unless status asks for them;
-    `since_ns` keeps episodes (or bags) whose first message is at or after it.
+    """Which episodes of a dataset a command works on. Discarded episodes are left out unless status (or the
+    `where` query) names them; `since_ns` keeps episodes (or bags) whose first message is at or after it.
 
     Args:
         task: only episodes of this task, e.g. pick_cube.
         outcome: only episodes with this outcome, one of OUTCOMES.
         status: only episodes with this status, one of STATUSES.
         since_ns: only episodes (or bags) recorded at or after this time (ns since the epoch).
+        where: only episodes this query picks, e.g. 'score < 0.8 and outcome = success' (the language is in
+            episode_query.py); compiled here, so a query that does not parse fails before any work.
 
     Raises:
-        RobodataError: an outcome or status that is not one of the known ones.
+        RobodataError: an outcome or status that is not one of the known ones, or a `where` that is not a query.
     """
 
     task: str | None = None
     outcome: str | None = None
     status: str | None = None
     since_ns: int | None = None
+    where: str | None = None
 
     def __post_init__(self) -> None:
         if self.outcome is not None:
             check_choice('--outcome', self.outcome, OUTCOMES)
         if self.status is not None:
             check_choice('--status', self.status, STATUSES)
+        if self.where is not None:
+            compile_query(self.where)
+
+    @property
+    def query(self) -> EpisodeQuery | None:
+        """The `where` query compiled (once: compile_query keeps what it compiled), or None without one."""
+        return None if self.where is None else compile_query(self.where)
+
+    @property
+    def shows_discarded(self) -> bool:
+        """Discarded and retired episodes (HIDDEN) are not hidden first: --status discarded, or a query that names
+        them."""
+        query = self.query
+        return self.status == 'discarded' or (query is not None and query.names_discarded)
 
     @property
     def by_label(self) -> bool:
-        """Asks for what only an episode of a dataset has (a task, an outcome, a status)."""
-        return any(v is not None for v in (self.task, self.outcome, self.status))
+        """Asks for what only an episode of a dataset has (a task, an outcome, a status, a query on the catalog)."""
+        return any(v is not None for v in (self.task, self.outcome, self.status, self.where))
 
 
 def select(target: Target, filters: Filters | None = None, *, need_bag: bool = True) -> list[Item]:
@@ -194,8 +214,9 @@ def select(target: Target, filters: Filters | None = None, *, need_bag: bool = T
     filters = filters or Filters()
     if target.kind in ('bag', 'bags'):
         if filters.by_label:
-            raise RobodataError(f'{target.path}: --task, --outcome and --status pick episodes of a dataset; '
-                                f'{target.what} has none')
+            options = '--task, --outcome, --status and --where' if filters.where is not None else \
+                '--task, --outcome and --status'
+            raise RobodataError(f'{target.path}: {options} pick episodes of a dataset; {target.what} has none')
         names: set[str] = set()
         out = []
         root = target.path if target.kind == 'bags' else target.path.parent.parent
@@ -219,10 +240,15 @@ def select(target: Target, filters: Filters | None = None, *, need_bag: bool = T
 
 
 def select_rows(dataset: Dataset, filters: Filters | None = None) -> list[CatalogRow]:
-    """The catalog rows `filters` pick (the rule select() applies, from the catalog alone: fast for a listing)."""
+    """The catalog rows `filters` pick (the rule select() applies, from the catalog alone: fast for a listing).
+
+    Raises:
+        DatasetError: the catalog cannot be read, or has no column the `where` query names.
+    """
     filters = filters or Filters()
-    return [row for row in dataset.list(task=filters.task, status=filters.status, outcome=filters.outcome)
-            if (row.status != 'discarded' or filters.status == 'discarded')
+    rows = dataset.list(task=filters.task, status=filters.status, outcome=filters.outcome, where=filters.query)
+    return [row for row in rows
+            if (row.status not in HIDDEN or filters.shows_discarded or filters.status == row.status)
             and (filters.since_ns is None or (row.start_ns is not None and row.start_ns >= filters.since_ns))]
 
 
@@ -244,8 +270,17 @@ def why_none(target: Target, filters: Filters | None = None, *, need_bag: bool =
         if value is not None and not any(getattr(row, name) == value for row in rows):
             present = sorted({getattr(row, name) or '(none)' for row in rows})
             return f'no episode has {name} {value!r} (here: {", ".join(present)})'
-    if filters.status is None and all(row.status == 'discarded' for row in rows):
+    if not filters.shows_discarded and all(row.status == 'discarded' for row in rows):
         return f'all {len(rows)} episodes are discarded (status discarded picks them)'
+    if filters.where is not None:
+        matched = dataset.list(where=filters.query)
+        if not matched:
+            discarded = sum(row.status == 'discarded' for row in rows)
+            return (f'no episode matches --where {filters.where!r} (the dataset has {len(rows)} episode(s)'
+                    + (f', {discarded} of them discarded)' if discarded else ')'))
+        if not filters.shows_discarded and all(row.status == 'discarded' for row in matched):
+            return (f'the {len(matched)} episode(s) --where {filters.where!r} matches are all discarded (status = '
+                    'discarded in the query, or --status discarded, picks them)')
     if filters.since_ns is not None and not any((row.start_ns or 0) >= filters.since_ns for row in rows):
         latest = max((row.start_ns for row in rows if row.start_ns is not None), default=None)
         return (f'no episode starts at or after {_when(filters.since_ns)}'
@@ -257,6 +292,9 @@ def why_none(target: Target, filters: Filters | None = None, *, need_bag: bool =
                                                        ('status', filters.status)) if value is not None]
     if filters.since_ns is not None:
         asked.append(f'since {_when(filters.since_ns)}')
+    if filters.where is not None:
+        return (f'no episode has {" and ".join(asked)} and matches --where {filters.where!r}' if asked else
+                f'no episode matches --where {filters.where!r} (the dataset has {len(rows)} episode(s))')
     return f'no episode has {" and ".join(asked)} together' if asked else 'no episode to work on'
 
 
