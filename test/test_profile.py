@@ -182,6 +182,19 @@ def test_hash_ignores_comments_whitespace_key_order_and_spelled_out_defaults(tmp
     assert changed.sha256 != plain.sha256
 
 
+def test_a_camera_not_marked_pii_keeps_the_hash_datasets_recorded(tmp_path: Path) -> None:
+    """`pii` came after datasets recorded their profiles' hashes: at its default it must not change them, so an
+    episode recorded before still names the profile it was recorded with."""
+    data = yaml.safe_load(FULL)
+    plain = load_profile(write(tmp_path, yaml.safe_dump(data), 'a.yaml'))
+    data['topics']['cameras'][0]['pii'] = False
+    spelled = load_profile(write(tmp_path, yaml.safe_dump(data), 'b.yaml'))
+    data['topics']['cameras'][0]['pii'] = True
+    marked = load_profile(write(tmp_path, yaml.safe_dump(data), 'c.yaml'))
+    assert spelled.sha256 == plain.sha256 and marked.sha256 != plain.sha256
+    assert marked.topics.cameras[0].pii and not plain.topics.cameras[0].pii
+
+
 def test_to_dict_round_trips(tmp_path: Path) -> None:
     profile = load_profile(CONFIG / 'example_arm.yaml')
     data = json.loads(json.dumps(profile.to_dict()))  # plain data: survives JSON

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ros_robodata import untrusted
 from ros_robodata.cli import export_lerobot_cmd
 from ros_robodata.cli.command_common import (
     EXIT_OK,
@@ -18,6 +19,7 @@ from ros_robodata.cli.command_common import (
     stderr,
     stdout,
 )
+from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.cli.ros import node_arguments, require_ros
 from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
@@ -69,6 +71,7 @@ def add_parser(sub: Any) -> None:
     f.add_argument('--force', action='store_true',
                    help='export into a folder that holds files other than an earlier export (never into a dataset '
                         'or a bag)')
+    add_pii_arguments(f)
     f.set_defaults(func=run)
     live = kinds.add_parser(
         'live', help='run the frame_exporter node: frames written during each episode of a running session',
@@ -116,7 +119,8 @@ def options_from_args(args: argparse.Namespace) -> ExportOptions:
         lidar_crop=None if args.lidar_crop is None else _floats(args.lidar_crop, '--lidar-crop', 6),  # type: ignore[arg-type]
         image_format=str(args.format).lower().lstrip('.').replace('jpeg', 'jpg'),
         tolerance_ns=parse_duration(args.tolerance, '--tolerance', allow_zero=True),
-        jpeg_quality=_jpeg_quality(getattr(args, 'jpeg_quality', ExportOptions.jpeg_quality)))
+        jpeg_quality=_jpeg_quality(getattr(args, 'jpeg_quality', ExportOptions.jpeg_quality)),
+        allow_pii=args.allow_pii, blur_faces=args.blur_faces)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,6 +161,14 @@ def run(args: argparse.Namespace) -> int:
     skipped = f', {len(result.skipped)} already current' if result.skipped else ''
     say(f'{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
         f'{result.files} file(s), {len(unmatched)} frame(s) with unmatched sensors -> {result.out_dir}')
+    blurred = _faces_blurred(Path(result.out_dir), result.exported) if options.blur_faces else None
+    if blurred is not None:
+        say(f'faces blurred: {blurred} in the images of this run')
+    if plan.pii:
+        audit = 'recorded in ' + str(target.dataset.audit_path) if target.dataset is not None else \
+            'not recorded in an audit: the target is not a dataset'
+        say(f'pii camera(s) {", ".join(plan.pii)} exported '
+            f'{"with faces blurred" if options.blur_faces else "as recorded (--allow-pii)"}: {audit}')
     written: dict[str, list[Path]] = {}
     kept: list[str] = []
     if taxonomy is not None and manifest['frames']:
@@ -171,10 +183,23 @@ def run(args: argparse.Namespace) -> int:
                     'frames': len(manifest['frames']), 'files': result.files, 'unmatched_frames': len(unmatched),
                     'missing_sensors': result.missing, 'notes': result.notes,
                     'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()},
-                    'kept': kept})
+                    'kept': kept, 'pii_cameras': list(plan.pii), 'faces_blurred': blurred})
     for episode_id, reason in result.failed.items():
         stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if result.failed else EXIT_OK
+
+
+def _faces_blurred(out: Path, episodes: list[str]) -> int:
+    """The faces blurred in these episodes' images, as their frames.json say."""
+    total = 0
+    for episode_id in episodes:
+        try:
+            doc = untrusted.read_json(out / 'episodes' / episode_id / FRAMES_FILE)
+        except RobodataError:
+            continue
+        count = doc.get('faces_blurred') if isinstance(doc, dict) else None
+        total += count if isinstance(count, int) else 0
+    return total
 
 
 def _jpeg_quality(value: int) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from ros_robodata.cli.command_common import print_json, progress, stderr, stdout
+from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.errors import DatasetError, RobodataError
@@ -50,6 +51,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument('--frames', metavar='T', help='also one image task every T of each pushed episode (boxes, '
                    'polygons, tags of the taxonomy) in the project "NAME frames"')
     p.add_argument('--taxonomy', help='class taxonomy YAML (default: config/taxonomy.yaml)')
+    p.add_argument('--cameras', help='comma-separated profile camera names whose frames become media (default: all; '
+                   'the first is the timeline\'s video)')
+    add_pii_arguments(p, 'video frame and image')
     p.set_defaults(func=run_push)
 
     p = rsub.add_parser('pull', help='bring a Label Studio project\'s annotations into the dataset',
@@ -151,7 +155,9 @@ def run_push(args: argparse.Namespace) -> int:
                   media_dir=media, document_root=Path(args.document_root) if args.document_root else None,
                   episodes=args.episodes, queue=args.queue, every_ns=parse_duration(args.every, '--every'),
                   frames_every_ns=None if args.frames is None else parse_duration(args.frames, '--frames'),
-                  progress=lambda it: progress(it, 'exporting the videos', quiet=args.json))
+                  progress=lambda it: progress(it, 'exporting the videos', quiet=args.json),
+                  cameras=[c.strip() for c in (args.cameras or '').split(',') if c.strip()],
+                  allow_pii=args.allow_pii, blur_faces=args.blur_faces)
     if args.json:
         print_json(result.to_json())
         return 0

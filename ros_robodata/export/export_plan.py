@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.export.face_blur import DETECTOR
+from ros_robodata.export.pii_guard import check_pii
 from ros_robodata.export.schedule import ScheduleSpec
 from ros_robodata.profile import GripperSpec, Profile
 
@@ -41,6 +43,8 @@ class ExportOptions:
         image_format: 'jpg' or 'png' (16-bit mono is always PNG).
         tolerance_ns: the largest stamp offset between the reference frame and another sensor's sample.
         jpeg_quality: JPEG quality 1..100.
+        allow_pii: export cameras the profile marks `pii: true` as they are (the caller audits it).
+        blur_faces: blur every face found in every exported image (and so export pii cameras too).
     """
 
     schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
@@ -52,6 +56,8 @@ class ExportOptions:
     image_format: str = 'jpg'
     tolerance_ns: int = 50_000_000
     jpeg_quality: int = 95
+    allow_pii: bool = False  # export pii cameras as they are
+    blur_faces: bool = False  # blur every face in every exported image
 
 
 @dataclass(frozen=True)
@@ -74,15 +80,18 @@ class ExportPlan:
     cameras: tuple[str, ...]
     gripper: GripperSpec | None
     dataset: str = ''
+    pii: tuple[str, ...] = ()  # the cameras exported that the profile marks pii
 
     def settings(self) -> dict[str, Any]:
         """Everything that decides the output; an episode exported under other settings is redone."""
         o = self.options
+        blurred = {'blur_faces': DETECTOR} if o.blur_faces else {}  # absent when off: earlier exports stay current
         return {
             'dataset': self.dataset,
             'schedule': {**o.schedule.to_json(), 'cameras': list(self.cameras), 'lidar': o.lidar,
                          'lidar_voxel': o.lidar_voxel,
-                         'lidar_crop': None if o.lidar_crop is None else list(o.lidar_crop), 'format': o.image_format},
+                         'lidar_crop': None if o.lidar_crop is None else list(o.lidar_crop), 'format': o.image_format,
+                         **blurred},
             'sync': {'reference': self.reference.name, 'tolerance_ms': o.tolerance_ns / 1e6},
             'sensors': [{'name': s.name, 'topic': s.topic} for s in (self.reference, *self.sensors)],
             'jpeg_quality': o.jpeg_quality,
@@ -90,7 +99,17 @@ class ExportPlan:
 
 
 def plan_export(profile: Profile, options: ExportOptions, dataset: str = '') -> ExportPlan:
-    """Check the options against the profile; one-line RobodataError for anything that cannot work."""
+    """Check the options against the profile; one-line RobodataError for anything that cannot work.
+
+    Args:
+        profile: the robot profile the episodes were recorded with.
+        options: what the export was asked for.
+        dataset: the dataset's name, kept in the settings.
+
+    Raises:
+        RobodataError: an option names what the profile lacks or is out of range.
+        ExportError: a camera chosen is marked pii and neither allow_pii nor blur_faces is set.
+    """
     topics = profile.topics
     if not topics.cameras:
         raise RobodataError(f'{profile.source}: the profile names no camera: nothing to export frames from')
@@ -121,6 +140,7 @@ def plan_export(profile: Profile, options: ExportOptions, dataset: str = '') -> 
         if len(crop) != 6 or not all(math.isfinite(v) for v in crop) or not all(crop[i] < crop[i + 3]
                                                                                  for i in range(3)):
             raise RobodataError('--lidar-crop needs xmin,ymin,zmin,xmax,ymax,zmax with each min below its max')
+    pii = check_pii(profile, [c.name for c in chosen], allow_pii=options.allow_pii, blur_faces=options.blur_faces)
     by_name = {c.name: c for c in chosen}
     ref = by_name[reference]
     ref_sensor = Sensor(f'camera_{sanitize_name(ref.name)}', 'camera', ref.topic, ref.type)
@@ -135,4 +155,4 @@ def plan_export(profile: Profile, options: ExportOptions, dataset: str = '') -> 
     if len(set(names)) != len(names):
         raise RobodataError(f'sensor names collide once made file-safe: {", ".join(names)}')
     return ExportPlan(options, ref_sensor, tuple(others), tuple(c.name for c in chosen), topics.gripper,
-                      dataset)
+                      dataset, tuple(pii))

@@ -39,6 +39,7 @@ from ros_robodata.export.export_plan import (
     plan_export,
     sanitize_name,
 )
+from ros_robodata.export.face_blur import FaceBlur, blurred_frame_image
 from ros_robodata.export.manifest import (
     EPISODE_FORMAT,
     FRAMES_FILE,
@@ -142,6 +143,8 @@ class EpisodeExport:
                'frames': self._writer.frames}
         if self.bag_notes:
             doc['bag_notes'] = list(self.bag_notes)
+        if self._writer.blur is not None:  # how many faces this episode's images had blurred
+            doc['faces_blurred'] = self._writer.blur.faces
         write_json_atomic(self.episode_dir / FRAMES_FILE, doc)
         return doc
 
@@ -165,6 +168,7 @@ class _FrameWriter:
         self.frames: list[dict[str, Any]] = []
         self.written: set[Path] = set()
         self._scans: dict[tuple[str, int], dict[str, Any]] = {}
+        self.blur = FaceBlur() if plan.options.blur_faces else None
 
     def write(self, frame: Frame) -> None:
         index = len(self.frames)
@@ -204,8 +208,13 @@ class _FrameWriter:
         folder.mkdir(exist_ok=True)
         entry: dict[str, Any] = {'topic': sensor.topic, 'stamp_ns': sample.stamp_ns, 'offset_ms': _ms(offset_ns)}
         if sensor.kind == 'camera':
-            data, ext, info = encode_frame_image(self.decode(sample.payload), self.plan.options.image_format,
-                                                 self.plan.options.jpeg_quality)
+            options = self.plan.options
+            if self.blur is not None:
+                data, ext, info = blurred_frame_image(self.decode(sample.payload), options.image_format,
+                                                      options.jpeg_quality, self.blur)
+            else:
+                data, ext, info = encode_frame_image(self.decode(sample.payload), options.image_format,
+                                                     options.jpeg_quality)
             path = safe_path(folder, f'{index:06d}.{ext}')
             digest = _put_bytes(path, data)
         else:

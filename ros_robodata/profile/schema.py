@@ -112,6 +112,9 @@ class CameraSpec(TopicSpec):
 
     # e.g. wrist: [a-z0-9_]+, unique among cameras; the role is camera/<name>.
     name: str = field(metadata=_rule(_file_safe_name))
+    # The camera films people (operators, bystanders): its frames are personal data and are not exported (export
+    # frames, export lerobot, review push) without --allow-pii or --blur-faces.
+    pii: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

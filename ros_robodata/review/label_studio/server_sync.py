@@ -19,6 +19,8 @@ from typing import Any
 from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import DatasetError, RobodataError
+from ros_robodata.export.export_plan import ExportOptions
+from ros_robodata.export.pii_guard import audit_pii, check_pii
 from ros_robodata.files import write_json
 from ros_robodata.labeling.label_studio_labels import labels_from_tasks
 from ros_robodata.labeling.taxonomy import Taxonomy
@@ -100,17 +102,48 @@ class PushResult:
 def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxonomy, media_dir: Path,
          document_root: Path | None = None, episodes: Sequence[str] | None = None, queue: int | None = None,
          every_ns: int = 200_000_000, frames_every_ns: int | None = None,
-         progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> PushResult:
-    """Push episodes to the Label Studio project (see the module docstring)."""
+         progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, cameras: Sequence[str] = (),
+         allow_pii: bool = False, blur_faces: bool = False) -> PushResult:
+    """Push episodes to the Label Studio project (see the module docstring).
+
+    Args:
+        dataset: the dataset the episodes are in.
+        url: the Label Studio server.
+        project: the project's title (created when absent).
+        token: the API token.
+        taxonomy: the classes the labeling configs offer.
+        media_dir: where the videos (and frame images) Label Studio plays are written.
+        document_root: the server's local-files document root, holding `media_dir` (default: `media_dir`).
+        episodes: these episodes; None: the review queue (the first `queue`), else every episode.
+        queue: how many of the review queue.
+        every_ns: one video frame every this many ns of the reference camera.
+        frames_every_ns: also one image task every this many ns, in the project "NAME frames"; None: none.
+        progress: wraps the episodes to show progress.
+        cameras: the profile cameras whose frames become media; empty: all (the first is the video's).
+        allow_pii: cameras marked `pii: true` go out as recorded (written to the dataset's audit.jsonl).
+        blur_faces: every face in the media is blurred (pii cameras go out too, audited the same way).
+
+    Raises:
+        DatasetError: no episode to push, or none has camera frames.
+        ExportError: a camera marked `pii: true` without allow_pii or blur_faces (nothing written).
+        RobodataError: the media folder is outside the document root, or an option cannot be used.
+        LabelStudioError: the server cannot be reached or refuses the push.
+    """
     chosen, chosen_from = choose_episodes(dataset, episodes=episodes, queue=queue)
     if not chosen:
         raise DatasetError(f'{dataset.root}: no episode to push')
+    media = ExportOptions(cameras=tuple(cameras), allow_pii=allow_pii, blur_faces=blur_faces)
+    pii = check_pii(dataset.profile, cameras or None, allow_pii=allow_pii, blur_faces=blur_faces) \
+        if dataset.has_profile else []
     media_dir = media_dir.resolve()
     document_root = (document_root or media_dir).resolve()
     if not media_dir.is_relative_to(document_root):
         raise RobodataError(f'{media_dir}: the media folder must be inside the document root {document_root}')
+    if pii:  # the permission on record before a frame is written
+        audit_pii(dataset.root, pii, media_dir, export='review_media', allow_pii=allow_pii, blur_faces=blur_faces,
+                  episodes=chosen)
     specs, skipped = timeline_tasks(dataset, chosen, media_dir=media_dir, document_root=document_root,
-                                    every_ns=every_ns, taxonomy=taxonomy, progress=progress)
+                                    every_ns=every_ns, taxonomy=taxonomy, progress=progress, media=media)
     if not specs:
         raise DatasetError(f'{dataset.root}: none of the {len(chosen)} episode(s) has camera frames to review')
     answer = call({'op': 'push', 'url': url, 'project': project, 'label_config': review_config(taxonomy),
@@ -125,7 +158,7 @@ def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxo
     if frames_every_ns is not None:
         pushed = [s['episode'] for s in specs]
         frame_specs = frame_tasks(dataset, pushed, media_dir=media_dir / 'frames', document_root=document_root,
-                                  every_ns=frames_every_ns)
+                                  every_ns=frames_every_ns, media=media)
         frames = call({'op': 'push', 'url': url, 'project': frames_project(project),
                        'label_config': frames_config(taxonomy), 'storage_path': str(media_dir / 'frames'),
                        'tasks': [{'key': s['key'], 'data': s['data'], 'predictions': []} for s in frame_specs]},
