@@ -15,8 +15,9 @@ OUTCOMES = (SUCCESS, FAILURE, RECOVERY, UNKNOWN)
 
 # recording: bag open; complete: closed normally; interrupted: closed by Ctrl-C/SIGTERM; incomplete: closed by an
 # error (disk full) or recovered by `robodata repair`; discarded: the operator threw it away (kept on disk);
-# approved / rejected: a reviewer's verdict.
-STATUSES = ('recording', 'complete', 'interrupted', 'incomplete', 'discarded', 'approved', 'rejected')
+# approved / rejected: a reviewer's verdict, or `robodata approve`'s against a written policy; retired: its data
+# deleted by `robodata retire` (only its catalog row and tombstone are left), never set by hand.
+STATUSES = ('recording', 'complete', 'interrupted', 'incomplete', 'discarded', 'approved', 'rejected', 'retired')
 
 # teleop: an operator commands the arm through a device; kinesthetic: the operator moves the arm by hand;
 # autonomous: a policy or program ran the robot (deployed robots' logs); human: a person did the task with no robot

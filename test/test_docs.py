@@ -189,3 +189,20 @@ def test_the_front_pages_commands_run_as_written(tmp_path: Path, demo_run: tuple
     assert len(Dataset.open(tmp_path / 'my_rig').episode_ids()) == 2
     assert sorted(Dataset.open(tmp_path / 'my_data').episode_ids()) == ['run_7', 'run_8']
     assert (tmp_path / 'training_set' / 'meta' / 'info.json').is_file()
+
+
+def test_the_data_leads_journey_runs_as_written(tmp_path: Path, demo_run: tuple[object, Path],
+                                                old_rig_bags: Path) -> None:
+    ran = run_page('docs/journeys/data-lead.md', tmp_path, demo_run[1], old_rig_bags)
+    assert len(ran) == 5
+    dataset = Dataset.open(tmp_path / 'robodata_demo' / 'dataset')
+    decided = re.findall(r'policy pick_place_training: (\d+) approved, (\d+) rejected', ran[1].said)
+    assert decided and int(decided[-1][0]) == len(dataset.list()) and decided[-1][1] == '0'  # the demo's are clean
+    v1 = (dataset.root / 'releases' / 'v1' / 'manifest.sha256').read_text().split()[0]
+    assert f'"manifest_sha256": "{v1}"' in ran[2].said  # what a model trained on the export names
+    (stone,) = (dataset.root / 'tombstones').glob('*.json')  # the participant's one episode
+    assert not dataset.episode_dir(stone.stem).exists()
+    assert not (tmp_path / 'training_v1').exists()  # the export held the withdrawn episode: deleted whole
+    assert 'WITHDRAWN' in ran[4].said and 'v1 is affected' in ran[4].said
+    assert f'- {stone.stem}' in ran[4].said and '1 removed' in ran[4].said
+    assert [r.id for r in dataset.list(where='state = retired')] == [stone.stem]

@@ -73,8 +73,9 @@ def _episodes(root: Path) -> list[dict[str, Any]]:
 
 
 def _contents(root: Path) -> dict[Path, bytes]:
-    """Every file under `root` and its bytes: what a command that only reads it must leave as it was."""
-    return {p: p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+    """Every file under `root` and its bytes: what a command that only reads it must leave as it was (but
+    copies.jsonl, where an export notes what it copied, so that `robodata retire` can reach the copy)."""
+    return {p: p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file() and p.name != 'copies.jsonl'}
 
 
 def _decode(path: Path) -> list[tuple[float, np.ndarray]]:
@@ -426,6 +427,11 @@ def test_damaged_sidecars_fail_their_episode_in_one_line(dataset: Any, tmp_path:
     kept = {e['source_episode_id']: e for e in _episodes(out)}
     assert set(kept) == {_episode_id(0), _episode_id(1)}  # unreadable labels: the episode goes without them
     assert f'`{_episode_id(2)}`: failed' in (out / 'README.md').read_text()
+    # the dataset knows where its data went, and only the episodes that went there
+    (copied,) = [c for c in map(json.loads, (copy / 'copies.jsonl').read_text().splitlines())
+                 if c['path'] == str(out.resolve())]
+    assert copied['kind'] == 'lerobot'
+    assert copied['episodes'] == [_episode_id(0), _episode_id(1)] and copied['parts'] == []
 
 
 def test_a_sidecar_nested_too_deep_fails_its_episode_in_one_line(dataset: Any, tmp_path: Path,

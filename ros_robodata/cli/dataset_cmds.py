@@ -22,7 +22,7 @@ from ros_robodata.cli.command_common import (
 )
 from ros_robodata.dataset import OUTCOMES, STATUSES, Dataset
 from ros_robodata.dataset.dataset import UNREADABLE
-from ros_robodata.dataset.targets import select_rows
+from ros_robodata.dataset.targets import HIDDEN, select_rows
 from ros_robodata.dataset.verify import verify_bag, verify_dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import load_profile
@@ -37,8 +37,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_init)
 
     p = sub.add_parser('list', help="list a dataset's episodes",
-                       description="List a dataset's episodes from its catalog (discarded ones only with --status "
-                                   "discarded).")
+                       description="List a dataset's episodes from its catalog (discarded and retired ones only "
+                                   "with --status discarded / retired, or a --where that names them).")
     add_target(p, 'a dataset', 'DATASET')
     add_filters(p)
     add_json(p)
@@ -49,7 +49,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                    "the dataset's audit.jsonl with who, when, old and new value and the reason.")
     add_target(p, 'an episode folder (DATASET/episodes/ID)', 'EPISODE')
     p.add_argument('--outcome', choices=OUTCOMES, help='new outcome')
-    p.add_argument('--status', choices=STATUSES, help='new status')
+    p.add_argument('--status', choices=[s for s in STATUSES if s != 'retired'],
+                   help='new status (retired only through `robodata retire`)')
+    p.add_argument('--participant', metavar='ID',
+                   help="the pseudonymous id of the person recorded (registered with `robodata participant add`)")
     p.add_argument('--reason', default='', help='why (kept in the audit log)')
     p.add_argument('--who', help='who decided (default: the login name)')
     add_json(p)
@@ -93,18 +96,21 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     table = Table(box=None, pad_edge=False)
     queued = any(r.review_rank is not None for r in rows)  # `robodata select` stored a queue: its rank per episode
-    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'reviewed', 'duration s', 'messages',
+    for column in ('episode', 'task', 'operator', 'mode', 'outcome', 'status', 'state', 'reviewed', 'duration s',
+                   'messages',
                    'score', *(['review'] if queued else [])):
         table.add_column(column)
     for r in rows:
-        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.status, r.reviewed_outcome or '-',
+        table.add_row(r.id, r.task, r.operator, r.mode, r.outcome, r.status, r.state, r.reviewed_outcome or '-',
                       '-' if r.duration_s is None else f'{r.duration_s:.1f}', str(r.message_count),
                       '-' if r.score is None else f'{r.score:.2f}',
                       *([f'#{r.review_rank}' if r.review_rank is not None else '-'] if queued else []))
     stdout.print(table)
-    hidden = len(target.dataset.list(status='discarded')) if filters.status is None else 0
-    if hidden:
-        stdout.print(f'{hidden} discarded episode(s) not listed (--status discarded lists them)', markup=False)
+    for status in HIDDEN:  # left out first: say how many, and how to see them
+        hidden = len(target.dataset.list(status=status)) if filters.status is None and not filters.shows_discarded \
+            else 0
+        if hidden:
+            stdout.print(f'{hidden} {status} episode(s) not listed (--status {status} lists them)', markup=False)
     missing = target.dataset.folders_not_in_catalog()
     if missing:  # "no episode yet" over a folder of episodes the catalog lost would be a lie
         stdout.print(f'{len(missing)} folder(s) under episodes/ not in the catalog ({", ".join(missing[:3])}'
@@ -118,17 +124,21 @@ def run_list(args: argparse.Namespace) -> int:
 def run_set(args: argparse.Namespace) -> int:
     target = need(resolve(args.target), 'episode')
     assert target.dataset is not None and target.episode_id is not None
-    if not args.outcome and not args.status:
-        raise RobodataError(f'{args.target}: nothing to change: give --outcome and/or --status')
+    if not args.outcome and not args.status and args.participant is None:
+        raise RobodataError(f'{args.target}: nothing to change: give --outcome, --status and/or --participant')
+    if args.participant is not None:
+        target.dataset.set_participant(target.episode_id, args.participant, args.who, args.reason)
     if args.outcome:
         target.dataset.set_outcome(target.episode_id, args.outcome, args.who, args.reason)
     if args.status:
         target.dataset.set_status(target.episode_id, args.status, args.who, args.reason)
     episode = target.dataset.episode(target.episode_id)
     if args.json:
-        print_json({'episode': episode.id, 'outcome': episode.outcome, 'status': episode.status})
+        print_json({'episode': episode.id, 'outcome': episode.outcome, 'status': episode.status,
+                    'participant': episode.participant})
     else:
-        stdout.print(f'{episode.id}: outcome={episode.outcome} status={episode.status}', markup=False)
+        stdout.print(f'{episode.id}: outcome={episode.outcome} status={episode.status}'
+                     + (f' participant={episode.participant}' if episode.participant else ''), markup=False)
     return 0
 
 

@@ -7,10 +7,13 @@ import json
 from typing import Any
 
 from ros_robodata.cli.command_common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
+from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.tombstones import read_tombstones
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.lerobot import LeRobotOptions, Policy, export_lerobot, parse_ratio, parse_split
 from ros_robodata.export.lerobot.lerobot_video import CODECS
+from ros_robodata.governance.release import read_release, verify_release
 from ros_robodata.vocabulary import OUTCOMES
 
 
@@ -24,10 +27,15 @@ def add_parser(kinds: Any) -> None:
     p.add_argument('dataset', metavar='DATASET', help='a ros_robodata dataset')
     p.add_argument('--out', required=True, help='the LeRobot dataset folder to write (new or empty)')
     p.add_argument('--task', help='only episodes of this task')
+    p.add_argument('--release', metavar='NAME',
+                   help='exactly the episodes of this release (robodata release create), checked against its manifest '
+                        'first; its manifest sha256 goes into meta/info.json and the dataset card, so a model '
+                        'trained on the export names the exact data. Curation options that would drop episodes '
+                        '(--task, --min-score, --outcomes, --recovery-ratio) are refused with it')
     policy = p.add_argument_group('curation policy')
     policy.add_argument('--min-score', type=float, help='only episodes whose quality score is at least this (0..1; '
                                                         'needs robodata score)')
-    policy.add_argument('--outcomes', default='success,recovery',
+    policy.add_argument('--outcomes',
                         help=f'outcomes to export, comma-separated from {",".join(OUTCOMES)} (default '
                              'success,recovery)')
     policy.add_argument('--recovery-ratio', metavar='LOW:HIGH', help='wanted share of recoveries, e.g. 0.1:0.3: '
@@ -52,12 +60,22 @@ def add_parser(kinds: Any) -> None:
                      help='a data parquet file is closed past this size, between episodes (default 100, as LeRobot)')
     how.add_argument('--video-file-mb', type=float, default=500.0,
                      help='a camera\'s MP4 is closed past this size, between episodes (default 500, as LeRobot)')
+    add_pii_arguments(p, 'video frame')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run)
 
 
-def options_from_args(args: argparse.Namespace) -> LeRobotOptions:
-    outcomes = tuple(o.strip() for o in args.outcomes.split(',') if o.strip())
+def options_from_args(args: argparse.Namespace, release: tuple[str, str] | None = None) -> LeRobotOptions:
+    if release is not None:
+        dropping = [flag for flag, value in (('--task', args.task), ('--min-score', args.min_score),
+                                             ('--outcomes', args.outcomes), ('--recovery-ratio', args.recovery_ratio))
+                    if value is not None]
+        if dropping:
+            raise RobodataError(f'--release {release[0]}: exports exactly the release\'s episodes; '
+                                f'{", ".join(dropping)} would leave some out (make a release of the episodes wanted '
+                                'instead)')
+    text = args.outcomes if args.outcomes is not None else 'success,recovery'
+    outcomes = OUTCOMES if release is not None else tuple(o.strip() for o in text.split(',') if o.strip())
     policy = Policy(min_score=args.min_score, outcomes=outcomes,
                     recovery_ratio=parse_ratio(args.recovery_ratio) if args.recovery_ratio else None,
                     trim_idle=args.trim_idle, exclude_flagged=args.exclude_flagged, split=parse_split(args.split))
@@ -66,17 +84,31 @@ def options_from_args(args: argparse.Namespace) -> LeRobotOptions:
     options = LeRobotOptions(policy=policy, fps=args.fps, cameras=cameras,
                              action_topic=None if action == 'none' else (action or ''), codec=args.codec,
                              crf=args.crf, gop=args.gop, data_file_mb=args.data_file_mb,
-                             video_file_mb=args.video_file_mb)
+                             video_file_mb=args.video_file_mb, allow_pii=args.allow_pii, blur_faces=args.blur_faces,
+                             release=release)
     options.check()
     return options
 
 
+def _release(dataset: Dataset, name: str) -> tuple[tuple[str, str], list[str]]:
+    """(name, manifest sha256) and the episodes of a release whose files are all as it froze them."""
+    check = verify_release(dataset, name, read_tombstones(dataset.root))
+    if not check.ok:
+        raise RobodataError(f'--release {name}: the dataset no longer holds exactly this release ({len(check.changes)} '
+                            f'change(s), first: {check.changes[0]}): `robodata release verify {dataset.root} {name}` '
+                            'lists them; make a new release')
+    release, _ = read_release(dataset, name)
+    return (name, release.sha256), release.episodes
+
+
 def run(args: argparse.Namespace) -> int:
-    options = options_from_args(args)
     dataset = Dataset.open(args.dataset)
+    release, ids = _release(dataset, args.release) if args.release else (None, None)
+    options = options_from_args(args, release)
     if not dataset.has_profile:
         raise RobodataError(f'{dataset.root}: has no robot profile to read its episodes with')
-    ids = [row.id for row in dataset.list(task=args.task)] if args.task else None
+    if args.task:
+        ids = [row.id for row in dataset.list(task=args.task)]
     result = export_lerobot(dataset, args.out, options, episode_ids=ids,
                             progress=lambda it: progress(it, 'exporting', quiet=args.json))
     if args.json:
@@ -92,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                      f'source episode(s), {result.frames} frame(s) at {_fps(result)} fps -> {result.out_dir} '
                      f'({", ".join(f"{k} {v}" for k, v in splits.items())}; {left} left out: see README.md)',
                      markup=False)
+        if result.faces_blurred is not None:
+            stdout.print(f'faces blurred: {result.faces_blurred}', markup=False)
     for episode_id, reason in result.failed.items():
         stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if result.failed else EXIT_OK

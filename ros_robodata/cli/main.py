@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ros_robodata.cli import (
+    approve_cmd,
+    audit_cmd,
     dataset_cmds,
     demo_cmd,
     export_cmd,
@@ -21,9 +23,11 @@ from ros_robodata.cli import (
     launch_cmd,
     profile_cmd,
     record_cmd,
+    release_cmd,
     repair_cmd,
     replay_cmd,
     report_cmd,
+    retire_cmd,
     review_cmd,
     score_cmd,
     segment_cmd,
@@ -63,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.add_parser(sub)
     export_cmd.add_parser(sub)
     review_cmd.add_parsers(sub)
+    approve_cmd.add_parser(sub)
+    release_cmd.add_parser(sub)
+    retire_cmd.add_parsers(sub)
+    audit_cmd.add_parser(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
     return parser
@@ -84,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # said by the command that was given them, with its usage (`score --workrs`)
         _innermost(parser, args).error(f'unrecognized arguments: {" ".join(unknown)}')
     previous = _stop_on_sigterm()
+    # A dataset holds people's data: what robodata writes is readable by the owner's group at most (a stricter
+    # umask of the user's own is kept); restored on the way out, for a caller that runs main() in its process.
+    user_umask = os.umask(0o027)
+    os.umask(user_umask | 0o027)
     try:
         return int(args.func(args) or 0)
     except RobodataError as err:
@@ -112,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     finally:
+        os.umask(user_umask)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

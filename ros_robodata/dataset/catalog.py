@@ -46,6 +46,13 @@ CREATE TABLE IF NOT EXISTS episodes (
 CREATE INDEX IF NOT EXISTS episodes_task ON episodes (task);
 CREATE INDEX IF NOT EXISTS episodes_status ON episodes (status);
 """
+# An episode's lifecycle state, from the columns that decide it: retired (its data deleted) and released (in a frozen
+# release) win over a decision, a decision (`robodata approve`, `set --status`) over the reviewers' verdict, a verdict
+# over a score. Recorded -> scored -> reviewed -> approved | rejected -> released -> retired.
+LIFECYCLE_STATES = ('recorded', 'scored', 'reviewed', 'approved', 'rejected', 'released', 'retired')
+STATE_SQL = ("CASE WHEN status = 'retired' THEN 'retired' WHEN in_release != '' THEN 'released' "
+             "WHEN status IN ('approved', 'rejected') THEN status WHEN reviewed_outcome != '' THEN 'reviewed' "
+             "WHEN score IS NOT NULL THEN 'scored' ELSE 'recorded' END")
 # Columns added after schema 1 was released, with their definitions: a catalog written by an older ros_robodata
 # gains them when opened (an older ros_robodata ignores them: it names the columns it reads).
 _ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''",
@@ -55,7 +62,12 @@ _ADDED_COLUMNS = {'source_id': "TEXT NOT NULL DEFAULT ''",
                   'review_excluded': "TEXT NOT NULL DEFAULT ''",
                   # the reviewers' verdict from annotations.json (success/failure/recovery/unusable/disputed), beside
                   # the operator's `outcome`, which it never replaces
-                  'reviewed_outcome': "TEXT NOT NULL DEFAULT ''"}
+                  'reviewed_outcome': "TEXT NOT NULL DEFAULT ''",
+                  # the latest release that holds the episode (releases/NAME/manifest.json is where it comes from)
+                  'in_release': "TEXT NOT NULL DEFAULT ''",
+                  # where the episode stands in its life (governance): never written, always what the columns it is
+                  # computed from say, so no command can leave it stale
+                  'state': f'TEXT GENERATED ALWAYS AS ({STATE_SQL}) VIRTUAL'}
 _REVIEW_COLUMNS = ('review_rank', 'review_priority', 'review_reason', 'review_excluded')
 _ADDED_INDEXES = ('CREATE INDEX IF NOT EXISTS episodes_source ON episodes (source_id)',)
 
@@ -96,6 +108,8 @@ class CatalogRow:
     review_reason: str = ''
     review_excluded: str = ''
     reviewed_outcome: str = ''
+    in_release: str = ''  # the latest release holding it ('' none)
+    state: str = 'recorded'  # its lifecycle state, one of LIFECYCLE_STATES
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -109,7 +123,19 @@ _ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ('status', _TEXT), ('start_ns', _INT + _NONE), ('stop_ns', _INT + _NONE), ('duration_s', _REAL + _NONE),
     ('message_count', _INT), ('size_bytes', _INT), ('score', _REAL + _NONE), ('scores', _TEXT), ('bag_sha256', _TEXT),
     ('review_rank', _INT + _NONE), ('review_priority', _REAL + _NONE), ('review_reason', _TEXT),
-    ('review_excluded', _TEXT), ('reviewed_outcome', _TEXT))
+    ('review_excluded', _TEXT), ('reviewed_outcome', _TEXT), ('in_release', _TEXT), ('state', _TEXT))
+
+
+def _state_of(row: Any) -> str:
+    """STATE_SQL in Python, for a catalog too old to have the column and opened read-only (it cannot gain it)."""
+    status, score, reviewed, released = row[6], row[12], row[19], row[20]
+    if status == 'retired':
+        return 'retired'
+    if released:
+        return 'released'
+    if status in ('approved', 'rejected'):
+        return str(status)
+    return 'reviewed' if reviewed else 'scored' if score is not None else 'recorded'
 
 
 def _sqlite_kind(value: Any) -> str:
@@ -277,6 +303,12 @@ class Catalog:
             if cur.rowcount == 0:
                 raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
 
+    def set_release(self, episode_ids: list[str], release: str) -> None:
+        """The latest release that holds each of these episodes (which makes their state `released`)."""
+        with self._connect() as conn:
+            conn.executemany('UPDATE episodes SET in_release = ?, updated_ns = ? WHERE id = ?',
+                             [(release, time.time_ns(), i) for i in episode_ids])
+
     def with_source(self, content_id: str) -> list[str]:
         """Ids of the episodes imported from the recording with this content id."""
         with self._connect() as conn:
@@ -289,18 +321,21 @@ class Catalog:
 
     def query(self, where: str = '', params: tuple[Any, ...] = ()) -> list[CatalogRow]:
         with self._connect() as conn:
-            have = {row[1] for row in conn.execute('PRAGMA table_info(episodes)')}
+            have = {row[1] for row in conn.execute('PRAGMA table_xinfo(episodes)')}
             # an older catalog opened read-only lacks the added columns: they read as empty
             review = ', '.join(c if c in have else 'NULL' for c in _REVIEW_COLUMNS)
             reviewed = 'reviewed_outcome' if 'reviewed_outcome' in have else "''"
+            released = 'in_release' if 'in_release' in have else "''"
+            state = 'state' if 'state' in have else 'NULL'  # NULL: worked out below from the columns it comes from
             sql = 'SELECT id, task, operator, mode, robot, outcome, status, start_ns, stop_ns, duration_s, ' \
-                  f'message_count, size_bytes, score, scores, bag_sha256, {review}, {reviewed} FROM episodes'
+                  f'message_count, size_bytes, score, scores, bag_sha256, {review}, {reviewed}, {released}, ' \
+                  f'{state} FROM episodes'
             if where:
                 sql += f' WHERE {where}'
             sql += ' ORDER BY id'
             rows = conn.execute(sql, params).fetchall()
         return [CatalogRow(*[*self._typed(row, 0, 13), self._json(row, 13, 'scores'), self._json(row, 14, 'bag_sha256'),
-                             *self._typed(row, 15, len(row))]) for row in rows]
+                             *self._typed(row, 15, len(row) - 1), row[-1] or _state_of(row)]) for row in rows]
 
     def _typed(self, row: Any, first: int, end: int) -> list[Any]:
         """Row values checked against what robodata writes in each column (SQLite keeps any type in any column,
@@ -360,7 +395,7 @@ class Catalog:
 
 
 def _add_columns(conn: sqlite3.Connection) -> None:
-    have = {row[1] for row in conn.execute('PRAGMA table_info(episodes)')}
+    have = {row[1] for row in conn.execute('PRAGMA table_xinfo(episodes)')}
     for name, definition in _ADDED_COLUMNS.items():
         if name not in have:
             conn.execute(f'ALTER TABLE episodes ADD COLUMN {name} {definition}')

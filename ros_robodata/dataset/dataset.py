@@ -23,7 +23,15 @@ from typing import Any
 from ros_robodata.dataset.audit import append_audit, check_audit_writable
 from ros_robodata.dataset.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from ros_robodata.dataset.episode import Episode, check_episode_id, read_episode, write_episode
-from ros_robodata.dataset.sidecars import restore_review_queue, restore_reviewed_outcome, restore_scores
+from ros_robodata.dataset.episode_query import EpisodeQuery, compile_query
+from ros_robodata.dataset.participants import read_participants
+from ros_robodata.dataset.sidecars import (
+    restore_releases,
+    restore_retired,
+    restore_review_queue,
+    restore_reviewed_outcome,
+    restore_scores,
+)
 from ros_robodata.errors import DatasetError
 from ros_robodata.files import file_sha256, read_yaml, write_atomic, write_yaml
 from ros_robodata.profile import Profile, profile_from_dict
@@ -314,7 +322,8 @@ class Dataset:
                       if not p.name.startswith('.') and (p / 'episode.yaml').is_file())
 
     def list(
-        self, *, task: str | None = None, status: str | None = None, outcome: str | None = None
+        self, *, task: str | None = None, status: str | None = None, outcome: str | None = None,
+        where: str | EpisodeQuery | None = None,
     ) -> list[CatalogRow]:
         """The catalog's rows, filtered, for a quick look at many episodes without reading each episode.yaml.
 
@@ -322,16 +331,34 @@ class Dataset:
             task: only episodes of this task.
             status: only episodes with this status (recording, complete, discarded...).
             outcome: only episodes with this outcome (success, failure, recovery...).
+            where: only episodes this query picks (`--where`, e.g. 'score < 0.8 and outcome = success'; the
+                language is in episode_query.py), as text or compiled.
 
         Raises:
-            DatasetError: the catalog cannot be read.
+            DatasetError: the catalog cannot be read, or has no column the query names (an older catalog).
+            RobodataError: `where` is not a query (one line saying where it stops making sense).
         """
-        clauses, params = [], []
+        clauses: builtins.list[str] = []
+        params: builtins.list[Any] = []
         for column, value in (('task', task), ('status', status), ('outcome', outcome)):
             if value is not None:
                 clauses.append(f'{column} = ?')
                 params.append(value)
-        return self.catalog.query(' AND '.join(clauses), tuple(params))
+        query = compile_query(where) if isinstance(where, str) else where
+        if query is not None:  # its SQL names only catalog columns; every value the user wrote is a parameter
+            clauses.append(f'({query.sql})')
+            params.extend(query.params)
+        try:
+            return self.catalog.query(' AND '.join(clauses), tuple(params))
+        except DatasetError as err:
+            if query is not None and ('parser stack overflow' in str(err) or 'too large' in str(err)):
+                raise DatasetError(f'--where {query.text!r}: too deeply nested for SQLite: write it flatter') from None
+            missing = [c for c in sorted(query.columns) if f'no such column: {c}' in str(err)] if query else []
+            if not missing:
+                raise
+            raise DatasetError(f'{self.catalog.path}: --where reads {missing[0]}, a column this catalog does not '
+                               f'have (an older catalog, read-only here): `robodata catalog rebuild {self.root}` '
+                               'where it can be written gives it every column') from None
 
     def set_outcome(self, episode_id: str, outcome: str, who: str | None = None, reason: str = '') -> Episode:
         """Label how the episode ended (what a training set is chosen by), with its audit line, or change nothing.
@@ -349,7 +376,7 @@ class Dataset:
         """
         if outcome not in OUTCOMES:
             raise DatasetError(f'outcome {outcome!r} is not one of {", ".join(OUTCOMES)}')
-        return self._change(episode_id, 'outcome', outcome, who, reason)
+        return self._change(episode_id, {'outcome': outcome}, who, reason=reason)
 
     def set_status(self, episode_id: str, status: str, who: str | None = None, reason: str = '') -> Episode:
         """Change where the episode stands (complete, discarded...), with its audit line, or change nothing.
@@ -367,25 +394,77 @@ class Dataset:
         """
         if status not in STATUSES:
             raise DatasetError(f'status {status!r} is not one of {", ".join(STATUSES)}')
-        return self._change(episode_id, 'status', status, who, reason)
+        if status == 'retired':
+            raise DatasetError(f'{episode_id}: an episode is retired only by `robodata retire`, which deletes its data '
+                               'and leaves a tombstone')
+        return self._change(episode_id, {'status': status}, who, reason=reason)
 
-    def _change(self, episode_id: str, field: str, value: str, who: str | None, reason: str) -> Episode:
+    def set_participant(self, episode_id: str, participant: str, who: str | None = None, reason: str = '') -> Episode:
+        """Name the person recorded in an episode by their pseudonymous id, with its audit line.
+
+        Args:
+            episode_id: the episode.
+            participant: an id registered in participants.yaml ('' clears it).
+            who: who changed it, for the audit log; None: the current user.
+            reason: why, for the audit log.
+
+        Raises:
+            DatasetError: an id not registered (or withdrawn), an unknown episode, or the change cannot be written.
+        """
+        if participant:
+            people = read_participants(self.root)
+            if participant not in people:
+                raise DatasetError(f'participant {participant} is not registered: `robodata participant add '
+                                   f'{self.root} {participant} --consent ...` first')
+            if people[participant].get('withdrawn'):
+                raise DatasetError(f'participant {participant} withdrew consent on {people[participant]["withdrawn"]}')
+        return self._change(episode_id, {'participant': participant}, who, reason=reason)
+
+    def decide(self, episode_id: str, verdict: str, decision: dict[str, Any], who: str | None = None) -> Episode:
+        """Approve or reject an episode (governance): its status and the decision's record (policy, reasons, who,
+        why) in episode.yaml, with one audit line `approve` or `reject` carrying the same record.
+
+        Args:
+            episode_id: the episode.
+            verdict: 'approved' or 'rejected'.
+            decision: what the decision rests on, kept as it is (plain data: the policy's name and hash, reasons,
+                why).
+            who: who decided, for the audit log; None: the current user.
+
+        Raises:
+            DatasetError: a verdict other than approved/rejected, an unknown episode, a read-only dataset or
+                catalog, or an audit line that cannot be written (the change is undone).
+        """
+        if verdict not in ('approved', 'rejected'):
+            raise DatasetError(f'a decision is approved or rejected, not {verdict!r}')
+        return self._change(episode_id, {'status': verdict, 'decision': decision}, who,
+                            action='approve' if verdict == 'approved' else 'reject', details=decision)
+
+    def _change(self, episode_id: str, changes: dict[str, Any], who: str | None, *, reason: str = '',
+                action: str = '', details: dict[str, Any] | None = None) -> Episode:
         """A change and its audit line together or not at all: the catalog and audit.jsonl are checked first, and
-        an audit line that cannot be written puts episode.yaml back as it was."""
+        an audit line that cannot be written puts episode.yaml back as it was. The audit line is `set_<field>` with
+        old, new and reason for one field, or `action` with `details`."""
         episode = self.episode(episode_id)
         if self.catalog.read_only:
-            raise DatasetError(f'{self.root}: the dataset is read-only here: the {field} of {episode_id} cannot be '
-                               'changed (copy it somewhere writable, or ask for write permission)')
+            raise DatasetError(f'{self.root}: the dataset is read-only here: the {" and ".join(changes)} of '
+                               f'{episode_id} cannot be changed (copy it somewhere writable, or ask for write '
+                               'permission)')
         self.catalog.check()
         self.catalog.check_room()
         check_audit_writable(self.audit_path)
         path = self.episode_dir(episode_id) / 'episode.yaml'
         before = path.read_bytes()
+        field, value = next(iter(changes.items()))
         old = getattr(episode, field)
-        setattr(episode, field, value)
+        for name, new_value in changes.items():
+            setattr(episode, name, new_value)
         write_episode(path, episode)
         try:
-            append_audit(self.audit_path, f'set_{field}', episode_id, who, old=old, new=value, reason=reason)
+            if action:
+                append_audit(self.audit_path, action, episode_id, who, old=old, new=value, **(details or {}))
+            else:
+                append_audit(self.audit_path, f'set_{field}', episode_id, who, old=old, new=value, reason=reason)
         except OSError as err:
             write_atomic(path, before)
             raise DatasetError(f'{self.audit_path}: cannot append the audit line ({err.strerror or err}): the change '
@@ -462,6 +541,8 @@ class Dataset:
             if row.id not in readable:
                 self.catalog.delete(row.id)
         restore_review_queue(self, readable)
+        restore_releases(self, readable)
+        restore_retired(self, readable)
         return listed
 
     def folders_not_in_catalog(self) -> builtins.list[str]:

@@ -50,6 +50,8 @@ class Episode:
         loss: messages lost (in all, seen as gaps in header stamps, dropped by the recorder; per topic).
         bag_sha256: each bag file's SHA-256, to find later corruption or edits.
         source: where an imported episode came from (path, kind, method, content id); empty when recorded.
+        decision: the latest approval or rejection and what it rests on; empty until one is made.
+        participant: the pseudonymous id (participants.yaml) of the person recorded; '' when none.
 
     Raises:
         DatasetError: a field of the wrong type, an invalid id, or an unknown mode, outcome or status.
@@ -76,6 +78,11 @@ class Episode:
     # Where an imported episode came from (path, kind, method, content_id, window, video metadata); empty when
     # the recorder wrote it.
     source: dict[str, Any] = field(default_factory=dict)
+    # The latest approval or rejection (`robodata approve`): verdict, policy name and sha256, reasons, who, why, when;
+    # empty until one is made. The audit log keeps every earlier one.
+    decision: dict[str, Any] = field(default_factory=dict)
+    # Who was recorded (a person in view or at the controls), by pseudonymous id from participants.yaml; '' none.
+    participant: str = ''
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -91,7 +98,7 @@ class Episode:
             value = getattr(self, f.name)
             if f.name.endswith('_ns'):
                 ok, what = value is None or (isinstance(value, int) and not isinstance(value, bool)), 'an integer'
-            elif f.name in ('topics', 'loss', 'bag_sha256', 'source'):
+            elif f.name in ('topics', 'loss', 'bag_sha256', 'source', 'decision'):
                 ok, what = isinstance(value, dict), 'a mapping'
                 if ok and f.name == 'topics':
                     ok, what = all(isinstance(v, dict) for v in value.values()), 'a mapping of topic mappings'

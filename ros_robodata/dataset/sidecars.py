@@ -1,8 +1,9 @@
 """What the catalog indexes from an episode's sidecar files, read back when `catalog rebuild` makes it anew.
 
 The files are the truth (quality.json from `score`, annotations.json from `review pull` and `annotations import`,
-review/queue.json from `select`); the catalog only indexes them. A file that cannot be read leaves its columns
-empty and is named in audit.jsonl, so a rebuild never stops on one hand-edited file.
+review/queue.json from `select`, releases/*/manifest.json from `release create`); the catalog only indexes them. A
+file that cannot be read leaves its columns empty and is named in audit.jsonl, so a rebuild never stops on one
+hand-edited file.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from ros_robodata import untrusted
 from ros_robodata.dataset.annotations import read_annotations
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import Catalog, CatalogScores
+from ros_robodata.dataset.episode import Episode
+from ros_robodata.dataset.tombstones import read_tombstones
 from ros_robodata.errors import RobodataError
 
-__all__ = ['Indexed', 'restore_review_queue', 'restore_reviewed_outcome', 'restore_scores']
+__all__ = ['Indexed', 'restore_releases', 'restore_retired', 'restore_review_queue', 'restore_reviewed_outcome',
+           'restore_scores']
 
 
 class Indexed(Protocol):
@@ -72,3 +76,40 @@ def restore_review_queue(dataset: Indexed, episodes: set[str]) -> None:
         append_audit(dataset.audit_path, 'unreadable_review_queue', None, file=str(path))
         picked, excluded = {}, {}
     dataset.catalog.set_review(picked, excluded)
+
+
+def restore_releases(dataset: Indexed, episodes: set[str]) -> None:
+    """Each episode's latest release from releases/*/manifest.json (`robodata release create`); a manifest that
+    cannot be read is named in the audit and `release verify` says what is wrong with it."""
+    latest: dict[str, tuple[int, str]] = {}
+    for path in sorted((dataset.root / 'releases').glob('*/manifest.json')):
+        try:
+            data = untrusted.read_json(path)
+            created, listed = int(data.get('created_ns') or 0), data['episodes']
+            if not isinstance(listed, dict):
+                raise TypeError
+        except (RobodataError, KeyError, TypeError, ValueError, AttributeError):
+            append_audit(dataset.audit_path, 'unreadable_release_manifest', None, file=str(path))
+            continue
+        for episode_id in listed:
+            if episode_id in episodes and (episode_id not in latest or latest[episode_id][0] <= created):
+                latest[episode_id] = (created, path.parent.name)
+    by_release: dict[str, list[str]] = {}
+    for episode_id, (_, release) in latest.items():
+        by_release.setdefault(release, []).append(episode_id)
+    for release, ids in sorted(by_release.items()):
+        dataset.catalog.set_release(sorted(ids), release)
+
+
+def restore_retired(dataset: Indexed, episodes: set[str]) -> None:
+    """A row for each retired episode (tombstones/ID.json from `robodata retire`) whose folder is gone: it stays
+    listed as retired, so nobody mistakes a withdrawal for a lost file."""
+    for episode_id, stone in read_tombstones(dataset.root).items():
+        if episode_id in episodes:
+            continue  # a retire that was interrupted before the folder went: the episode is still there
+        try:
+            episode = Episode(id=episode_id, task=str(stone.get('task', '')),
+                              outcome=str(stone.get('outcome') or 'unknown'), status='retired')
+        except RobodataError:
+            continue
+        dataset.catalog.upsert(episode)

@@ -44,6 +44,8 @@ def verify_dataset(dataset: Dataset, progress: Callable[[Iterable[str]], Iterabl
     on_disk = dataset.episode_ids()
     listed = {row.id: row for row in dataset.catalog.query()}
     for episode_id in sorted(set(listed) - set(on_disk)):
+        if listed[episode_id].status == 'retired':
+            continue  # its data was deleted on purpose: tombstones/ID.json says when, by whom and why
         problems.append(Problem(episode_id, 'in the catalog but its folder or episode.yaml is missing'))
     ids = progress(on_disk) if progress else on_disk
     for episode_id in ids:

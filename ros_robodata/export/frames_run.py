@@ -13,6 +13,7 @@ from typing import Any
 
 import cv2
 
+from ros_robodata.dataset.copies import COPIES_FILE, record_copy
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
 from ros_robodata.errors import RobodataError
@@ -20,6 +21,7 @@ from ros_robodata.events.offline import EVENTS_FILE, read_events_file
 from ros_robodata.export.export_plan import ExportOptions, ExportPlan, plan_export
 from ros_robodata.export.frames import STAGING_DIR, export_episode
 from ros_robodata.export.manifest import build_manifest, episode_is_current, refresh_manifest
+from ros_robodata.export.pii_guard import audit_pii
 from ros_robodata.files import replace_folder, safe_path
 from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir
 from ros_robodata.profile import Profile
@@ -139,6 +141,10 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
             result.missing[episode_id] = list(doc['missing_sensors'])
         if doc.get('bag_notes'):
             result.notes[episode_id] = [str(note) for note in doc['bag_notes']]
+    datasets = {item.dataset.root for item in items if item.dataset is not None and item.name in docs}
+    for root in datasets:  # where the data went, so `robodata retire` can withdraw it from here too
+        if note := record_copy(root, 'frames', out, sorted(docs), ('episodes/{id}',)):
+            result.notes.setdefault(COPIES_FILE, []).append(note)
     if docs or not result.failed:
         result.manifest = refresh_manifest(out, name, plan.settings(), docs, skip=set(result.failed))
     else:  # every episode failed: an earlier export's manifest stays as it was, with the episodes it lists
@@ -166,6 +172,8 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
 
     Raises:
         RobodataError: the target, profile, options or folder cannot be used, or nothing was picked.
+        ExportError: a camera the profile marks `pii: true` is exported without options.allow_pii or
+            options.blur_faces.
     """
     return export_work(prepare(target, profile, filters), out_dir, options, filters=filters, workers=workers,
                        progress=progress, force=force)
@@ -177,7 +185,8 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
                 ) -> ExportResult:
     """Export what `prepare()` resolved. Options and `out_dir` are checked before anything is written: never
     inside a dataset or a bag, never over a manifest.json robodata did not write, and a folder holding other
-    files needs `force` (outputs.prepare_export_dir).
+    files needs `force` (outputs.prepare_export_dir). A pii camera exported with permission (options.allow_pii,
+    options.blur_faces) is recorded in the dataset's audit.jsonl before any frame is written.
 
     Args:
         work: the target, its profile and the chosen episodes or bags.
@@ -190,9 +199,11 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
 
     Raises:
         RobodataError: the options or folder cannot be used, or nothing was picked.
+        ExportError: a pii camera without options.allow_pii or options.blur_faces, or the permission cannot be
+            written to the dataset's audit.jsonl.
     """
     options = options or ExportOptions()
-    plan_export(work.profile, options)
+    plan = plan_export(work.profile, options)  # a pii camera without permission is refused here, before any file
     if not work.items:
         raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
     check_export_outside_dataset(Path(out_dir))
@@ -200,6 +211,10 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
     prepare_export_dir(Path(out_dir), force=force)
     name = work.target.dataset.name if work.target.dataset is not None else work.target.path.resolve().name
     try:
+        if plan.pii and work.target.dataset is not None:  # the permission on record before a frame is written
+            audit_pii(work.target.dataset.root, plan.pii, Path(out_dir), export='frames',
+                      allow_pii=options.allow_pii, blur_faces=options.blur_faces,
+                      episodes=[item.name for item in work.items])
         result = export_items(work.items, work.profile, out_dir, options, name=name, workers=workers,
                               progress=progress)
     except BaseException:

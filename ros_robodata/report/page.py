@@ -198,7 +198,8 @@ def _episode_html(ep: ScoredEpisode, v: EpisodeVisuals) -> str:
     out = [f'<section class="episode" id="{_anchor(ep.id)}">',
            f'<h2>{_e(ep.id)} {_score_badge(ep.score)}</h2>',
            f'<p>task <b>{_e(e.task or "–")}</b> · outcome <b>{_e(e.outcome)}</b> · score <b>{ep.score:.2f}</b> · '
-           f'status {_e(e.status)} · operator {_e(e.operator or "–")} · {ep.duration_s():.1f} s</p>']
+           f'status {_e(e.status)}' + (f' · state <b>{_e(ep.state)}</b>' if ep.state else '')
+           + f' · operator {_e(e.operator or "–")} · {ep.duration_s():.1f} s</p>']
     reasons = ep.quality.get('reasons') or []
     out.append('<h3>Reasons</h3>')
     if reasons:

@@ -24,6 +24,7 @@ class ScoredEpisode:
     episode: Episode
     quality: QualityDoc
     events: list[EventJson] = field(default_factory=list)
+    state: str = ''  # its lifecycle state from the catalog (approved, released...); '' for a bag on its own
 
     @property
     def id(self) -> str:
@@ -118,6 +119,7 @@ def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[Quali
     summary = cast(QualitySummary, _check_shape(_read_json(summary_path, hint), _SUMMARY_SHAPE, summary_path, hint))
     failed = summary.get('failed') or {}
     scored, missing = [], []
+    states = {r.id: r.state for r in dataset.list()}
     for item in select(Target('dataset', dataset.root, dataset), filters):
         if item.name in failed:
             continue
@@ -133,7 +135,7 @@ def load_scores(dataset: Dataset, filters: Filters | None = None) -> tuple[Quali
         if events_path.is_file():  # the objects among them, read as above
             events = cast('list[EventJson]', [e for e in _read_json(events_path, hint).get('events') or []
                                               if isinstance(e, dict)])
-        scored.append(ScoredEpisode(row, quality, events))
+        scored.append(ScoredEpisode(row, quality, events, states.get(row.id, '')))
     if missing:
         more = f' and {len(missing) - 3} more' if len(missing) > 3 else ''
         raise RobodataError(f'{dataset.root}: no {QUALITY_FILE} for episode(s) {", ".join(missing[:3])}{more}: '

@@ -16,7 +16,8 @@ from ros_robodata.profile import Profile
 
 
 def write_card(path: Path, dataset: Dataset, profile: Profile, policy: dict[str, Any], selection: Selection,
-               rows: list[dict[str, Any]], failed: dict[str, str], version: str) -> None:
+               rows: list[dict[str, Any]], failed: dict[str, str], version: str,
+               release: tuple[str, str] | None = None) -> None:
     sources = sorted({r['source_episode_id'] for r in rows})
     outcomes = Counter(dataset.episode(e).outcome for e in sources)
     splits = Counter(r['split'] for r in rows)
@@ -29,6 +30,9 @@ def write_card(path: Path, dataset: Dataset, profile: Profile, policy: dict[str,
              f'- source dataset: `{dataset.name}` ({dataset.root})',
              f'- robot profile: `{profile.source}`, sha256 `{profile.sha256}`',
              f'- ros_robodata version: {version}',
+             *([f'- release: `{release[0]}`, manifest sha256 `{release[1]}` (exactly its episodes; '
+                f'`robodata release verify {dataset.root} {release[0]}` checks the source still holds them)']
+               if release else []),
              f'- source episodes ({len(sources)}): ' + ', '.join(f'`{e}`' for e in sources), '',
              '## Curation policy', '']
     lines += [f'- {key}: {json.dumps(value)}' for key, value in policy.items()]

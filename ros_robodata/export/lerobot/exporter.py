@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 import pyarrow as pa
 
@@ -23,8 +24,10 @@ from ros_robodata import untrusted
 from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import lerobot_layout as layout
+from ros_robodata.dataset.copies import record_copy
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import ExportError, RobodataError
+from ros_robodata.export.face_blur import FaceBlur
 from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.card import write_card
 from ros_robodata.export.lerobot.frame_labels import flags_per_tick, kept_runs, labels_per_tick
@@ -34,6 +37,7 @@ from ros_robodata.export.lerobot.lerobot_video import even_size
 from ros_robodata.export.lerobot.meta import write_meta
 from ros_robodata.export.lerobot.policy import Candidate, Selection, select
 from ros_robodata.export.lerobot.sampling import ACTION_TYPES, EpisodeGrid, grid_episode
+from ros_robodata.export.pii_guard import audit_pii, check_pii
 from ros_robodata.profile import Profile
 from ros_robodata.version import __version__
 
@@ -51,6 +55,7 @@ class LeRobotExport:
         failed: per source episode that could not be exported, why.
         notes: warnings for the user (no frame left after trimming, the action read from the next state...).
         seconds: where the time went: 'total' and 'video_encoding'.
+        faces_blurred: how many faces were blurred (options.blur_faces), else None.
     """
 
     out_dir: Path
@@ -60,13 +65,15 @@ class LeRobotExport:
     failed: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    faces_blurred: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The result as `robodata export lerobot --json` prints it."""
         return {'out': str(self.out_dir), 'episodes': self.episodes, 'frames': self.frames,
                 'source_episodes': self.selection.kept, 'split': self.selection.split_of,
                 'left_out': self.selection.left_out, 'failed': self.failed,
-                'warnings': self.selection.warnings + self.notes, 'seconds': self.seconds}
+                'warnings': self.selection.warnings + self.notes, 'seconds': self.seconds,
+                'faces_blurred': self.faces_blurred}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -117,9 +124,9 @@ def candidates(dataset: Dataset, ids: list[str]) -> list[Candidate]:
 
 
 def _camera_frames(bag: Path, profile: Profile, grid: EpisodeGrid, order: np.ndarray,
-                   cameras: list[str]) -> Iterator[tuple[str, int, np.ndarray]]:
+                   cameras: list[str], blur: FaceBlur | None = None) -> Iterator[tuple[str, int, np.ndarray]]:
     """(camera, position in `order`, RGB frame) for every kept tick, in tick order per camera; each picked frame
-    is decoded once, even when it serves two ticks."""
+    is decoded once, even when it serves two ticks, and its faces blurred when `blur` is given."""
     topic_of = {c.topic: c.name for c in profile.topics.cameras if c.name in cameras}
     wanted: dict[str, dict[int, list[int]]] = {name: {} for name in cameras}  # camera -> frame -> positions
     for pos, tick in enumerate(order):
@@ -136,6 +143,8 @@ def _camera_frames(bag: Path, profile: Profile, grid: EpisodeGrid, order: np.nda
             if not positions:
                 continue
             rgb = decode_image(reader.decode(message), 'rgb')
+            if blur is not None:
+                rgb = blur(rgb, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
             for pos in positions:
                 pending[name][pos] = rgb
             while next_pos[name] in pending[name]:
@@ -160,8 +169,9 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
         progress: wraps the episodes to show progress.
 
     Raises:
-        ExportError: `out` is not empty, no episode passes the policy, nothing could be exported, or episodes
-            have different joints.
+        ExportError: `out` is not empty, no episode passes the policy, nothing could be exported, episodes
+            have different joints, or a camera the profile marks `pii: true` is exported without
+            options.allow_pii or options.blur_faces (granted, either is written to the dataset's audit.jsonl).
         DatasetError: the dataset has no robot profile.
         RobodataError: the options are out of range or name a camera or topic the profile does not have.
     """
@@ -175,6 +185,7 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
             raise RobodataError(f'--cameras: the profile has no camera {", ".join(unknown)} (it has: '
                                 f'{", ".join(cameras) or "none"})')
         cameras = list(options.cameras)
+    pii = check_pii(profile, cameras, allow_pii=options.allow_pii, blur_faces=options.blur_faces)
     fps = options.fps or next((round(c.rate_hz) for c in profile.topics.cameras
                                if c.name in cameras and c.rate_hz), 30)
     notes: list[str] = []
@@ -191,11 +202,15 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
     tasks: dict[str, int] = {}
     names: tuple[list[str], list[str]] | None = None
     sources: dict[int, str] = {}
+    blur = FaceBlur() if options.blur_faces and cameras else None
     try:
+        # the permission on record before a frame is written
+        audit_pii(dataset.root, pii, out_dir, export='lerobot', allow_pii=options.allow_pii,
+                  blur_faces=options.blur_faces, episodes=selection.kept)
         for episode_id in (progress(selection.kept) if progress else selection.kept):
             try:
                 parts = _export_episode(dataset, episode_id, profile, options, fps, cameras, action_topic, writer,
-                                        tasks, selection.split_of[episode_id])
+                                        tasks, selection.split_of[episode_id], blur)
             except RobodataError as err:
                 result.failed[episode_id] = ' '.join(str(err).split())
                 continue
@@ -219,15 +234,20 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
         result.episodes = len(writer.episode_rows)
         result.frames = writer.index
         write_card(staging / 'README.md', dataset, profile, options.policy.to_json(), selection, writer.episode_rows,
-                   result.failed, __version__)
+                   result.failed, __version__, options.release)
         if out_dir.exists():
             out_dir.rmdir()  # found empty above
         staging.rename(out_dir)
+        # where the data went, so `robodata retire` can withdraw it (a LeRobot dataset is deleted whole)
+        if note := record_copy(dataset.root, 'lerobot', out_dir, [e for e in selection.kept if e not in result.failed]):
+            result.notes.append(note)
     except BaseException:
         with contextlib.suppress(Exception):
             writer.close()
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    if blur is not None:
+        result.faces_blurred = blur.faces
     total = time.perf_counter() - started
     result.seconds = {'total': round(total, 3), 'video_encoding': round(writer.encode_s, 3)}
     return result
@@ -250,7 +270,7 @@ def _trim_window(quality: dict[str, Any], folder: Path) -> tuple[int | None, int
 
 def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options: LeRobotOptions, fps: int,
                     cameras: list[str], action_topic: str | None, writer: ExportFiles, tasks: dict[str, int],
-                    split: str) -> tuple[tuple[list[str], list[str]], list[int]] | None:
+                    split: str, blur: FaceBlur | None = None) -> tuple[tuple[list[str], list[str]], list[int]] | None:
     folder = dataset.episode_dir(episode_id)
     episode = dataset.episode(episode_id)
     quality = _read_json(folder / 'quality.json')
@@ -275,7 +295,8 @@ def _export_episode(dataset: Dataset, episode_id: str, profile: Profile, options
     samples = {i: set(stats.sample_indices(len(p))) for i, p in enumerate(parts)}
     sampled: dict[tuple[int, str], list[np.ndarray]] = {}
     from_ts: dict[tuple[int, str], float] = {}
-    frames = _camera_frames(dataset.bag_dir(episode_id), profile, grid, order, cameras) if cameras else iter(())
+    frames = _camera_frames(dataset.bag_dir(episode_id), profile, grid, order, cameras, blur) if cameras \
+        else iter(())
     for name, pos, rgb in frames:
         height, width = rgb.shape[:2]
         w, h = even_size(width, height)

@@ -28,6 +28,10 @@ class LeRobotOptions:
         gop: frames between key frames (2, as LeRobot encodes: random access for training).
         data_file_mb: a data parquet file is closed past this size, between episodes.
         video_file_mb: a camera's MP4 is closed past this size, between episodes.
+        allow_pii: export cameras the profile marks `pii: true` as recorded (audited in the dataset).
+        blur_faces: blur every face found in every camera's frames (and so export pii cameras too; audited).
+        release: (name, manifest sha256) of the release the episodes are exactly (`--release`), written into
+            info.json and the dataset card so a model trained on the export names the exact data; None: no release.
     """
 
     policy: Policy = field(default_factory=Policy)
@@ -39,6 +43,9 @@ class LeRobotOptions:
     gop: int = 2  # a key frame every 2 frames, as LeRobot encodes: random access for training
     data_file_mb: float = layout.DATA_FILE_MB
     video_file_mb: float = layout.VIDEO_FILE_MB
+    allow_pii: bool = False  # pii cameras exported as recorded
+    blur_faces: bool = False  # every face in every camera blurred
+    release: tuple[str, str] | None = None  # (name, manifest sha256) of the release exported
 
     def check(self) -> None:
         """Refuse options out of range before anything is written.

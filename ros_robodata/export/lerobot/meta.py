@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.export.face_blur import DETECTOR
 from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.lerobot_files import ExportFiles
 from ros_robodata.export.lerobot.lerobot_options import LeRobotOptions
@@ -75,7 +76,11 @@ def write_meta(root: Path, dataset: Dataset, profile: Profile, options: LeRobotO
             'action_topic': source if action_topic else None, 'action_type': action_type,
             'timestamps': 'the fps grid from the first moment every stream has data; each value is the sample '
                           'whose header stamp is nearest to its tick',
-            'policy': options.policy.to_json()},
+            'policy': options.policy.to_json(),
+            'blur_faces': DETECTOR if options.blur_faces else None,
+            # the release exported (robodata release verify checks it): what a model trained on this names
+            'release': {'name': options.release[0], 'manifest_sha256': options.release[1]} if options.release
+            else None},
     }
     (meta / 'info.json').write_text(json.dumps(info, indent=2) + '\n', encoding='utf-8')
     pooled = {}

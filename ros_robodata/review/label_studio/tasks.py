@@ -13,10 +13,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ros_robodata import untrusted
+from ros_robodata.dataset.copies import record_copy
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.label import VERDICTS
 from ros_robodata.dataset.targets import prepare
@@ -118,9 +120,10 @@ def media_url(media_dir: Path, rel: str, document_root: Path) -> str:
 def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: Path, document_root: Path,
                    every_ns: int, taxonomy: Taxonomy,
                    progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
-                   ) -> tuple[list[dict[str, Any]], dict[str, str]]:
+                   media: ExportOptions | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(task specs for the bridge, episode -> why it was not made) for the episodes, media written into
-    `media_dir` (frames, then one MP4 per episode)."""
+    `media_dir` (frames, then one MP4 per episode); `media` says which cameras and how (pii, faces blurred), its
+    schedule replaced by one frame every `every_ns`."""
     work = prepare(dataset)
     chosen = set(episode_ids)
     items = [item for item in work.items if item.name in chosen]
@@ -129,8 +132,8 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
         raise RobodataError(f'{dataset.root}: the robot profile has no camera: nothing to show in a timeline task')
     if not items:
         return [], skipped
-    result = export_items(items, work.profile, media_dir, ExportOptions(schedule=ScheduleSpec(every_ns=every_ns)),
-                          name=dataset.name, progress=progress)
+    result = export_items(items, work.profile, media_dir, _every(media, every_ns), name=dataset.name,
+                          progress=progress)
     skipped.update(result.failed)
     manifest = result.manifest
     stamps = {f['frame_id']: f for f in manifest['frames']}
@@ -154,10 +157,17 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
                 'frame_ids': [f.frame_id for f in frames], 't_s': times}
         specs.append({'key': f'{dataset.name}/{episode_id}/timeline', 'episode': episode_id, 'data': data,
                       'predictions': predictions(events_doc, _read(folder / 'quality.json'), times, taxonomy)})
+    record_copy(dataset.root, 'review_media', media_dir, [str(s['episode']) for s in specs],
+                ('label_studio/videos/{id}',))
     for episode_id in episode_ids:
         if episode_id not in {s['episode'] for s in specs} and episode_id not in skipped:
             skipped[episode_id] = 'no camera frame exported'
     return specs, skipped
+
+
+def _every(media: ExportOptions | None, every_ns: int) -> ExportOptions:
+    """The media's export options, one frame every `every_ns`."""
+    return replace(media or ExportOptions(), schedule=ScheduleSpec(every_ns=every_ns))
 
 
 def frames_config(taxonomy: Taxonomy) -> str:
@@ -166,16 +176,16 @@ def frames_config(taxonomy: Taxonomy) -> str:
 
 
 def frame_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: Path, document_root: Path,
-                every_ns: int) -> list[dict[str, Any]]:
+                every_ns: int, media: ExportOptions | None = None) -> list[dict[str, Any]]:
     """Task specs for one image task per exported camera frame of the episodes (every `every_ns`), media in
-    `media_dir`; the key is the frame id and camera, so a push again finds the same task."""
+    `media_dir` (which cameras and how: `media`); the key is the frame id and camera, so a push again finds the
+    same task."""
     work = prepare(dataset)
     chosen = set(episode_ids)
     items = [item for item in work.items if item.name in chosen]
     if not items:
         return []
-    result = export_items(items, work.profile, media_dir, ExportOptions(schedule=ScheduleSpec(every_ns=every_ns)),
-                          name=dataset.name)
+    result = export_items(items, work.profile, media_dir, _every(media, every_ns), name=dataset.name)
     root = document_root.resolve()
     base = DEFAULT_BASE_URL + media_dir.resolve().relative_to(root).as_posix() + '/'
     specs = []
