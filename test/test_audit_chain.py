@@ -478,3 +478,49 @@ def test_verify_on_the_command_line(tmp_path, capsys, real_audit):
 def test_verify_needs_a_dataset(tmp_path, capsys):
     code, _, err = cli(capsys, 'audit', 'verify', tmp_path / 'nothing')
     assert code == 1 and err.count('\n') == 1 and 'no such file or directory' in err
+
+
+# -- a large audit: its second half hashed by a second process -----------------------------------------------------
+
+
+def _long_audit(lines: int) -> list[bytes]:
+    out, prev = [], GENESIS
+    for n in range(1, lines + 1):
+        line = format_line(prev, n, {'time': '2026-12-07T10:00:00+0000', 'time_ns': n, 'who': 'kim',
+                                     'action': 'set_outcome', 'episode': f'ep{n:05d}', 'reason': 'x' * (n % 50)})
+        out.append(line)
+        prev = hashlib.sha256(line).hexdigest()
+    return out
+
+
+@pytest.mark.parametrize('block', [1 << 22, 4096])  # the halves inside one block read, and across many
+def test_a_large_audit_hashed_on_two_cores_finds_the_same_lines(tmp_path, monkeypatch, block):
+    """Past audit_ahead.AHEAD_MIN_BYTES the second half's lines are hashed by another process: it must change no
+    verdict and no line named, wherever the change is (first half, the line at the middle, second half, the last
+    lines, a head in the second half). Here every file takes that path."""
+    from ros_robodata.dataset import audit_ahead, audit_chain
+
+    monkeypatch.setattr(audit_ahead, 'AHEAD_MIN_BYTES', 0)
+    monkeypatch.setattr(audit_chain, 'BLOCK', block)
+    used = []
+    real = audit_ahead.LinesAhead.digests
+    monkeypatch.setattr(audit_ahead.LinesAhead, 'digests', lambda self: used.append(self.first_line) or real(self))
+    lines = _long_audit(3000)
+    path = tmp_path / 'audit.jsonl'
+    path.write_bytes(joined(lines))
+    assert verify_audit(path).ok and verify_audit(path, head=audit_head(path)).ok
+    assert used and 1400 < used[0] < 1600  # the digests of the second half came from the other process
+    middle = used[0]
+    head = audit_head(path)
+    changes = [_edit(lines, k, offset, 0x41) for k in (2, middle - 1, middle, middle + 1, 2900)
+               for offset in (12, 90, len(lines[k - 1]))]
+    changes += [Change(f'line {k} removed', joined(lines[:k - 1] + lines[k:]), k) for k in (middle, 2500)]
+    swapped = list(lines)
+    swapped[middle - 1], swapped[middle] = swapped[middle], swapped[middle - 1]
+    changes.append(Change('the two lines at the middle swapped', joined(swapped), middle))
+    changes.append(_insert(lines, 2000, lines[1999], 'a copy of line 2000'))
+    for change in changes:
+        _assert_located(path, change, head)
+    path.write_bytes(joined(lines[:-1]))  # the last line gone: only the head shows it
+    check = verify_audit(path, head=head)
+    assert not check.ok and check.line == 3000

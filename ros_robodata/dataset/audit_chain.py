@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.dataset.audit_ahead import LinesAhead, hash_ahead
 from ros_robodata.errors import DatasetError
 
 PREFIX = b'{"prev": "'  # how every chained line starts
@@ -253,9 +254,12 @@ def verify_audit(path: Path, head: tuple[int, str] | None = None) -> AuditCheck:
         fd, size = _open_to_read(path)
     except FileNotFoundError:
         return AuditCheck(False, 0, problem='there is no audit log (the file is missing)')
+    ahead = hash_ahead(path, fd, size)
     try:
-        return _Verifier(fd, size, head).run()
+        return _Verifier(fd, size, head, ahead).run()
     finally:
+        if ahead is not None:
+            ahead.close()
         os.close(fd)
 
 
@@ -298,8 +302,9 @@ class _Verifier:
     """One pass over the file: the unchained part before a seal, then the chain, block by block (bulk hashing and
     comparing); a block that does not check out is gone through line by line to name the first bad line."""
 
-    def __init__(self, fd: int, size: int, head: tuple[int, str] | None) -> None:
+    def __init__(self, fd: int, size: int, head: tuple[int, str] | None, ahead: LinesAhead | None = None) -> None:
         self.fd, self.size = fd, size
+        self.ahead = ahead  # the second half's digests, hashed in another process (audit_ahead.py)
         self.head = None if head is None else (int(head[0]), str(head[1]).lower())
         self.head_digest: str | None = None  # sha256 hex of line head[0], once passed
         self.seal_line: int | None = None
@@ -419,15 +424,29 @@ class _Verifier:
         prevs = b''.join(map(_PREV, lines))
         if len(prevs) != 64 * len(lines) or prevs.translate(None, _HEX):  # lower-case hex only: 'A' is not 'a'
             return False
-        sha256 = hashlib.sha256
-        digests = [sha256(line).digest() for line in lines]
-        if binascii.unhexlify(prevs) != self.expected + b''.join(digests[:-1]):
+        digests = self._digests(lines)  # 32 bytes a line
+        if binascii.unhexlify(prevs) != self.expected + digests[:-32]:
             return False
         if self.head is not None and self.line_no <= self.head[0] < self.line_no + len(lines):
-            self.head_digest = digests[self.head[0] - self.line_no].hex()
-        self.expected, self.before = digests[-1], lines[-1]
+            at = (self.head[0] - self.line_no) * 32
+            self.head_digest = digests[at:at + 32].hex()
+        self.expected, self.before = digests[-32:], lines[-1]
         self.line_no += len(lines)
         return True
+
+    def _digests(self, lines: list[bytes]) -> bytes:
+        """The lines' sha256 digests, joined: those of the second half as the process ahead hashed them, when there
+        is one and it gave them all."""
+        sha256 = hashlib.sha256
+        ahead, count = self.ahead, len(lines)
+        if ahead is not None and self.line_no + count > ahead.first_line:
+            mine = max(0, ahead.first_line - self.line_no)
+            done = ahead.digests()
+            at = (self.line_no + mine - ahead.first_line) * 32
+            theirs = done[at:at + (count - mine) * 32] if done is not None else b''
+            if len(theirs) == (count - mine) * 32:
+                return b''.join([sha256(line).digest() for line in lines[:mine]]) + theirs
+        return b''.join([sha256(line).digest() for line in lines])
 
     def _rest(self, lines: list[bytes], pos: int, carry: bytes) -> Iterator[tuple[bytes, bool]]:
         for line in lines:
