@@ -469,3 +469,12 @@ def test_files_roll_over_past_their_size_limit(dataset: Any, tmp_path: Path) -> 
     ds = Dataset.open(back)
     counts = [ds.episode(i).topics['/camera/wrist/image_raw/compressed']['count'] for i in ds.episode_ids()]
     assert counts == [e['length'] for e in episodes]
+
+
+def test_where_picks_the_episodes_exported(dataset: Any, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / 'out'
+    assert main(['export', 'lerobot', str(dataset.root), '--out', str(out), '--outcomes',
+                 'success,recovery,failure,unknown', '--where', f"id in ({_episode_id(0)}, {_episode_id(2)})"]) == 0
+    assert {e['source_episode_id'] for e in _episodes(out)} == {_episode_id(0), _episode_id(2)}
+    assert main(['export', 'lerobot', str(dataset.root), '--out', str(tmp_path / 'o2'), '--where', 'scroe < 1']) == 1
+    assert "no field 'scroe' (did you mean score?)" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from typing import Any
 from ros_robodata.cli.command_common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
 from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.dataset import Dataset
+from ros_robodata.dataset.targets import Filters, select_rows
 from ros_robodata.dataset.tombstones import read_tombstones
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.lerobot import LeRobotOptions, Policy, export_lerobot, parse_ratio, parse_split
@@ -27,6 +28,8 @@ def add_parser(kinds: Any) -> None:
     p.add_argument('dataset', metavar='DATASET', help='a ros_robodata dataset')
     p.add_argument('--out', required=True, help='the LeRobot dataset folder to write (new or empty)')
     p.add_argument('--task', help='only episodes of this task')
+    p.add_argument('--where', metavar='EXPR', help='only episodes this condition on the catalog picks, e.g. '
+                                                    '"score >= 0.8 and operator = kim" (the grammar of robodata list)')
     p.add_argument('--release', metavar='NAME',
                    help='exactly the episodes of this release (robodata release create), checked against its manifest '
                         'first; its manifest sha256 goes into meta/info.json and the dataset card, so a model '
@@ -67,7 +70,8 @@ def add_parser(kinds: Any) -> None:
 
 def options_from_args(args: argparse.Namespace, release: tuple[str, str] | None = None) -> LeRobotOptions:
     if release is not None:
-        dropping = [flag for flag, value in (('--task', args.task), ('--min-score', args.min_score),
+        dropping = [flag for flag, value in (('--task', args.task), ('--where', args.where),
+                                             ('--min-score', args.min_score),
                                              ('--outcomes', args.outcomes), ('--recovery-ratio', args.recovery_ratio))
                     if value is not None]
         if dropping:
@@ -107,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     options = options_from_args(args, release)
     if not dataset.has_profile:
         raise RobodataError(f'{dataset.root}: has no robot profile to read its episodes with')
-    if args.task:
-        ids = [row.id for row in dataset.list(task=args.task)]
+    if args.task or args.where:
+        ids = [row.id for row in select_rows(dataset, Filters(task=args.task, where=args.where))]
     result = export_lerobot(dataset, args.out, options, episode_ids=ids,
                             progress=lambda it: progress(it, 'exporting', quiet=args.json))
     if args.json:
