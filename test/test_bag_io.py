@@ -444,3 +444,13 @@ def test_the_sums_a_bag_takes_while_written_are_the_sums_of_its_files(tmp_path, 
     assert len(files) == 2
     with BagReader(path) as reader:  # the CRCs held back while each chunk was summed are in place and right
         assert len(list(reader.read(['/joint_states']))) == 300
+
+
+def test_a_bag_is_never_written_over(tmp_path: Path) -> None:
+    """A folder already there (an earlier episode's bag) is one BagError naming it, and stays as it was."""
+    bag = tmp_path / 'bag'
+    bag.mkdir()
+    (bag / 'keep.mcap').write_bytes(b'recorded')
+    with pytest.raises(BagError, match=rf'^{bag}: cannot create bag: .*exists already'):
+        BagWriter(bag)
+    assert [p.name for p in bag.iterdir()] == ['keep.mcap'] and (bag / 'keep.mcap').read_bytes() == b'recorded'

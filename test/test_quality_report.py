@@ -189,3 +189,26 @@ def test_envelope_is_bounded_and_keeps_a_one_sample_spike() -> None:
     assert len(x0) <= 2 * 1500 and np.nanmax(y0) == 50.0 and np.nanmax(y1) < 1.01
     assert abs(x0[np.nanargmax(y0)] - 123_457 * period / 1e9) < 400 / 1500
     assert np.isnan(x1).any()  # the NaN stretch breaks the line instead of being bridged
+
+
+def test_a_camera_marked_pii_shows_no_picture(scored: Path, tmp_path: Path) -> None:
+    """A report is shared as one file: the camera that films people shows no frame (its findings are still said)."""
+    import yaml
+
+    data = yaml.safe_load(Path(PROFILE).read_text())
+    for camera in data['topics']['cameras']:
+        camera['pii'] = camera['name'] == 'wrist'
+    private = tmp_path / 'private.yaml'
+    private.write_text(yaml.safe_dump(data))
+    out = tmp_path / 'shared.html'
+    assert main(['report', str(scored), '--profile', str(private), '--out', str(out)]) == 0
+    section = _section(out.read_text(encoding='utf-8'), BLURRED)
+    assert 'no picture of camera wrist: marked pii in the robot profile' in section
+    assert 'wrist at grasp' not in section and 'wrist: image.blur at' not in section
+    assert 'scene at grasp' in section and section.count('src="data:image/jpeg;base64,') == 1
+    assert next(f for f in _quality(scored, BLURRED)['findings'] if f['check'] == 'image.blur')['message'] in section
+
+
+def test_quality_json_counts_camera_frames_in_whole_numbers(scored: Path) -> None:
+    cameras = _quality(scored, CLEAN)['metrics']['cameras']
+    assert cameras and all(type(c['frames']) is int and c['frames'] > 0 for c in cameras.values())

@@ -81,7 +81,7 @@ class BagWriter:
             compress_now: asked at each chunk; False stores it uncompressed (a recorder behind catches up).
 
         Raises:
-            BagError: an unknown storage or compression.
+            BagError: an unknown storage or compression, or a folder already at `path`.
         """
         if storage not in STORAGES:
             msg = f'{path}: unknown storage {storage!r}; expected one of {sorted(STORAGES)}'
@@ -91,7 +91,10 @@ class BagWriter:
             raise BagError(msg)
         self.path = Path(path)
         self.storage = storage
-        self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+        try:
+            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+        except WriterError as err:  # the folder is there already: a bag is never written over
+            raise BagError(f'{path}: cannot create bag: {err}') from None
         # MCAP compresses whole chunks (what `ros2 bag record --storage-preset-profile` does);
         # sqlite3 has no chunks, and per-message compression makes bags few tools can read.
         if storage == 'mcap' and compression == 'zstd':

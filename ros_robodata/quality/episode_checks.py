@@ -303,7 +303,7 @@ class EpisodeQuality:
             'idle_s': round(motion.idle_ns / 1e9, 3) if motion is not None else None,
             'trim': motion.trim() if motion is not None else {},
             'peak_force_n': _round(self.wrench.peak_n) if self.wrench is not None else None,
-            'cameras': {topic: {'frames': w.frames, **{k: _round(v) for k, v in w.stats().items()}}
+            'cameras': {topic: {**{k: _round(v) for k, v in w.stats().items()}, 'frames': w.frames}  # a count
                         for topic, w in self.cameras.items()},
             'sync_skew_ms': {topic: _round(s.worst_ms) for topic, s in self.sync.items()},
         }

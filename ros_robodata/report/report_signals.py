@@ -176,8 +176,10 @@ class EpisodeSignals:
 
 def _frame_targets(ep: ScoredEpisode, profile: Profile) -> tuple[list[_Target], list[_Target]]:
     """(flagged, context): the middle of up to 3 ranges of every finding on a camera topic, and one frame per
-    camera at the first grasp (mid-episode when there was none) so a reviewer sees what the robot saw."""
-    cameras = {c.topic: c.name for c in profile.topics.cameras}
+    camera at the first grasp (mid-episode when there was none) so a reviewer sees what the robot saw. A camera
+    marked `pii` shows no picture: a report is shared as one file, and people's faces are not exported without
+    their flag (the findings on it are still listed)."""
+    cameras = {c.topic: c.name for c in profile.topics.cameras if not c.pii}
     flagged: list[_Target] = []
     for f in ep.findings:
         if f.get('topic') not in cameras:
@@ -210,6 +212,9 @@ def read_signals(bag_dir: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeS
     flagged, context = _frame_targets(ep, profile)
     out.flagged = [target.thumb for target in flagged]
     out.context = [target.thumb for target in context]
+    if private := [c.name for c in t.cameras if c.pii]:
+        out.notes.append(f'no picture of camera {", ".join(private)}: marked pii in the robot profile (it films '
+                         'people)')
     with BagReader(bag_dir) as reader:
         available = reader.topics
         start = ep.start_ns if ep.start_ns is not None else reader.start_ns
