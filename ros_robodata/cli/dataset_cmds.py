@@ -1,4 +1,5 @@
-"""Dataset housekeeping: `init`, `list`, `set` (outcome/status with an audit entry), `verify`, `catalog`."""
+"""Dataset housekeeping: `init`, `list`, `set` (outcome/status/task/operator with an audit entry, one episode or
+those a --where picks), `verify`, `catalog`."""
 
 from __future__ import annotations
 
@@ -44,17 +45,24 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_json(p)
     p.set_defaults(func=run_list)
 
-    p = sub.add_parser('set', help="change an episode's outcome or status (recorded in audit.jsonl)",
-                       description="Change an episode's outcome and/or status; each change is appended to "
+    p = sub.add_parser('set', help="change episodes' outcome, status, task or operator (recorded in audit.jsonl)",
+                       description="Change an episode's outcome, status, task, operator or participant, or those of "
+                                   "every episode of a dataset a --where query picks; each change is appended to "
                                    "the dataset's audit.jsonl with who, when, old and new value and the reason.")
-    add_target(p, 'an episode folder (DATASET/episodes/ID)', 'EPISODE')
+    add_target(p, 'an episode folder (DATASET/episodes/ID), or a dataset with --where', 'EPISODE|DATASET')
+    p.add_argument('--where', metavar='EXPR',
+                   help='with a DATASET: the episodes to change, a condition on the catalog as in `robodata list '
+                        '--where` (e.g. "operator = ana and task = pick"); discarded ones only if it names them')
     p.add_argument('--outcome', choices=OUTCOMES, help='new outcome')
     p.add_argument('--status', choices=[s for s in STATUSES if s != 'retired'],
                    help='new status (retired only through `robodata retire`)')
+    p.add_argument('--task', help='new task name')
+    p.add_argument('--operator', help='new operator')
     p.add_argument('--participant', metavar='ID',
                    help="the pseudonymous id of the person recorded (registered with `robodata participant add`)")
-    p.add_argument('--reason', default='', help='why (kept in the audit log)')
+    p.add_argument('--reason', '--why', dest='reason', default='', help='why (kept in the audit log)')
     p.add_argument('--who', help='who decided (default: the login name)')
+    p.add_argument('--dry-run', action='store_true', help='list the episodes that would change; change nothing')
     add_json(p)
     p.set_defaults(func=run_set)
 
@@ -122,23 +130,48 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    target = need(resolve(args.target), 'episode')
-    assert target.dataset is not None and target.episode_id is not None
-    if not args.outcome and not args.status and args.participant is None:
-        raise RobodataError(f'{args.target}: nothing to change: give --outcome, --status and/or --participant')
-    if args.participant is not None:
-        target.dataset.set_participant(target.episode_id, args.participant, args.who, args.reason)
-    if args.outcome:
-        target.dataset.set_outcome(target.episode_id, args.outcome, args.who, args.reason)
-    if args.status:
-        target.dataset.set_status(target.episode_id, args.status, args.who, args.reason)
-    episode = target.dataset.episode(target.episode_id)
-    if args.json:
-        print_json({'episode': episode.id, 'outcome': episode.outcome, 'status': episode.status,
-                    'participant': episode.participant})
+    target = need(resolve(args.target), 'episode', 'dataset')
+    dataset = target.dataset
+    assert dataset is not None
+    changes = {name: getattr(args, name) for name in ('participant', 'task', 'operator', 'outcome', 'status')
+               if getattr(args, name) is not None}
+    if not changes:
+        raise RobodataError(f'{args.target}: nothing to change: give --outcome, --status, --task, --operator and/or '
+                            '--participant')
+    if target.kind == 'episode':
+        assert target.episode_id is not None
+        if args.where is not None:
+            raise RobodataError(f'{args.target}: --where picks episodes of a dataset: name the dataset, not an episode')
+        ids = [target.episode_id]
+    elif args.where is None:
+        raise RobodataError(f'{args.target}: a dataset, not an episode: give --where to pick its episodes to change '
+                            '(e.g. --where "operator = ana"), or name one episode folder')
     else:
-        stdout.print(f'{episode.id}: outcome={episode.outcome} status={episode.status}'
-                     + (f' participant={episode.participant}' if episode.participant else ''), markup=False)
+        ids = [row.id for row in select_rows(dataset, Filters(where=args.where))]
+    setters = {'participant': dataset.set_participant, 'task': dataset.set_task, 'operator': dataset.set_operator,
+               'outcome': dataset.set_outcome, 'status': dataset.set_status}
+    if not args.dry_run:
+        for episode_id in ids:
+            for name, value in changes.items():
+                setters[name](episode_id, value, args.who, args.reason)
+    episodes = [dataset.episode(i) for i in ids]
+    if args.json:
+        rows = [{'episode': e.id, 'task': e.task, 'operator': e.operator, 'outcome': e.outcome, 'status': e.status,
+                 'participant': e.participant} for e in episodes]
+        print_json(rows[0] if target.kind == 'episode' and not args.dry_run else
+                   {'changed': [] if args.dry_run else rows, 'would_change': rows if args.dry_run else [],
+                    'set': changes})
+        return 0
+    for e in episodes:
+        now = f'{e.id}: outcome={e.outcome} status={e.status}' + (f' task={e.task}' if 'task' in changes else '') \
+            + (f' operator={e.operator}' if 'operator' in changes else '') \
+            + (f' participant={e.participant}' if e.participant else '')
+        stdout.print(now, markup=False)
+    if target.kind == 'dataset' or args.dry_run:
+        what = ' '.join(f'{k}={v}' for k, v in changes.items())
+        stdout.print(f'{len(ids)} episode(s) {"would be" if args.dry_run else ""} set to {what}'.replace('  ', ' ')
+                     + (' (dry run: nothing changed)' if args.dry_run else '')
+                     + ('' if ids else f': --where {args.where!r} picks none'), markup=False)
     return 0
 
 

@@ -57,6 +57,13 @@ def _check_fields(info: dict[str, Any], file: Path) -> None:
                            f'sha256 and content), got {snapshot!r:.60}: remove the key and pass --profile to commands')
 
 
+def _one_line_value(field: str, value: str) -> str:
+    """A task or operator as a catalog column and a --where value hold it: text on one line, not empty."""
+    if not isinstance(value, str) or not value.strip() or '\n' in value or '\r' in value:
+        raise DatasetError(f'{field} {value!r:.60}: expected text on one line, not empty')
+    return value.strip()
+
+
 def is_dataset(path: Path) -> bool:
     return (Path(path) / DATASET_FILE).is_file()
 
@@ -398,6 +405,36 @@ class Dataset:
             raise DatasetError(f'{episode_id}: an episode is retired only by `robodata retire`, which deletes its data '
                                'and leaves a tombstone')
         return self._change(episode_id, {'status': status}, who, reason=reason)
+
+    def set_task(self, episode_id: str, task: str, who: str | None = None, reason: str = '') -> Episode:
+        """Name what the robot was doing in the episode (a task renamed, a mislabelled one), with its audit line.
+
+        Args:
+            episode_id: the episode.
+            task: the task's name (text on one line, not empty).
+            who: who changed it, for the audit log; None: the current user.
+            reason: why, for the audit log.
+
+        Raises:
+            DatasetError: an empty task or one with a line break, an unknown episode, or the change cannot be
+                written (the change is undone).
+        """
+        return self._change(episode_id, {'task': _one_line_value('task', task)}, who, reason=reason)
+
+    def set_operator(self, episode_id: str, operator: str, who: str | None = None, reason: str = '') -> Episode:
+        """Name who drove the episode (a teleoperator's name, 'scripted'), with its audit line.
+
+        Args:
+            episode_id: the episode.
+            operator: who drove it (text on one line, not empty).
+            who: who changed it, for the audit log; None: the current user.
+            reason: why, for the audit log.
+
+        Raises:
+            DatasetError: an empty operator or one with a line break, an unknown episode, or the change cannot be
+                written (the change is undone).
+        """
+        return self._change(episode_id, {'operator': _one_line_value('operator', operator)}, who, reason=reason)
 
     def set_participant(self, episode_id: str, participant: str, who: str | None = None, reason: str = '') -> Episode:
         """Name the person recorded in an episode by their pseudonymous id, with its audit line.

@@ -52,6 +52,9 @@ class Episode:
         source: where an imported episode came from (path, kind, method, content id); empty when recorded.
         decision: the latest approval or rejection and what it rests on; empty until one is made.
         participant: the pseudonymous id (participants.yaml) of the person recorded; '' when none.
+        copied_from: each dataset the episode was copied or moved out of (`robodata episodes copy|move`,
+            `robodata merge`), oldest first: that dataset's name and path, the episode's id there, how and when;
+            empty when it never left the dataset it was recorded or imported into.
 
     Raises:
         DatasetError: a field of the wrong type, an invalid id, or an unknown mode, outcome or status.
@@ -83,6 +86,9 @@ class Episode:
     decision: dict[str, Any] = field(default_factory=dict)
     # Who was recorded (a person in view or at the controls), by pseudonymous id from participants.yaml; '' none.
     participant: str = ''
+    # Where it was pooled from, oldest first (`episodes copy|move`, `merge`): dataset name and path, id there, how,
+    # when. Kept apart from `source`, whose being empty means "recorded live" to the segmenter and the scorer.
+    copied_from: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -104,6 +110,8 @@ class Episode:
                     ok, what = all(isinstance(v, dict) for v in value.values()), 'a mapping of topic mappings'
                 if ok and f.name == 'bag_sha256':
                     ok, what = all(isinstance(v, str) for v in value.values()), 'a mapping of file name to sha256'
+            elif f.name == 'copied_from':
+                ok, what = isinstance(value, list) and all(isinstance(v, dict) for v in value), 'a list of mappings'
             else:
                 ok, what = isinstance(value, str), 'text'
             if not ok:

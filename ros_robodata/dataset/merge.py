@@ -1,0 +1,122 @@
+"""`robodata merge`: several datasets of one robot pooled into a new one, which appears whole or not at all.
+
+The new dataset is built beside where it goes (`C.partial-<pid>`) with the same copy as `robodata episodes copy`,
+and renamed into place once every episode, merge.json and its audit lines are in: a merge killed midway leaves its
+sources as they were and no C (the partial folder of a dead process is removed by the next merge into C). The
+sources are only read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.episode_moves import PoolRun, check_same_robot, copy_episodes
+from ros_robodata.dataset.targets import HIDDEN
+from ros_robodata.errors import DatasetError
+from ros_robodata.files import write_atomic
+
+__all__ = ['MERGE_FILE', 'Merged', 'merge_datasets']
+
+MERGE_FILE = 'merge.json'
+PARTIAL = '.partial-'  # C.partial-<pid>: a merge being built
+
+
+@dataclass
+class Merged:
+    """What a merge made: the new dataset, per source what was copied (and renamed), and what was left out."""
+
+    root: Path
+    runs: dict[str, PoolRun] = field(default_factory=dict)  # by source path
+    left_out: dict[str, list[str]] = field(default_factory=dict)  # by source path: hidden episodes not taken
+
+    @property
+    def episodes(self) -> int:
+        return sum(len(run.done) for run in self.runs.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {'dataset': str(self.root), 'episodes': self.episodes,
+                'sources': [{'path': path, **run.to_json(), 'left_out': self.left_out.get(path, [])}
+                            for path, run in self.runs.items()]}
+
+
+def merge_datasets(sources: list[Dataset], into: Path, *, link: bool = False, include_all: bool = False,
+                   who: str | None = None, name: str | None = None) -> Merged:
+    """Pool every episode of `sources` into a new dataset at `into`.
+
+    Episodes keep their ids; a clash gets ID-2, ID-3... and merge.json keeps every source episode's new id. The
+    new dataset.yaml holds the sources' robot profile.
+
+    Args:
+        sources: the datasets to pool (one robot profile).
+        into: where the new dataset goes (absent, or an empty folder).
+        link: hard-link the bag files instead of copying them (copied where that is impossible, said in the notes).
+        include_all: take discarded and retired-listed episodes too (retired ones have no data and are never taken).
+        who: who merged, for the audit log; None: the current user.
+        name: the new dataset's name; None: its folder's name.
+
+    Raises:
+        DatasetError: no source, a source given twice or that is `into`, different robot profiles, or `into`
+            holds something; nothing is left at `into` then.
+        RobodataError: a file cannot be written (disk full): the partial dataset is removed.
+    """
+    if not sources:
+        raise DatasetError('nothing to merge: name at least one dataset')
+    into = Path(into)
+    roots = [s.root.resolve() for s in sources]
+    if len(set(roots)) != len(roots):
+        raise DatasetError('a dataset is named twice among the sources')
+    if into.resolve() in roots:
+        raise DatasetError(f'{into}: is one of the sources; merge into a new folder')
+    for other in sources[1:]:
+        check_same_robot(other, sources[0])
+    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+        raise DatasetError(f'{into}: exists and is not an empty folder: merge into a new one')
+    _clear_dead_partials(into)
+    partial = into.with_name(f'{into.name}{PARTIAL}{os.getpid()}')
+    shutil.rmtree(partial, ignore_errors=True)
+    merged = Merged(into)
+    try:
+        target = Dataset.create(partial, name=name or into.resolve().name, profile=sources[0].profile)
+        mapping: list[dict[str, str]] = []
+        for source in sources:
+            hidden = [] if include_all else [row.id for row in source.list() if row.status in HIDDEN]
+            ids = [i for i in source.episode_ids() if i not in hidden]
+            run = copy_episodes(source, target, ids, link=link, who=who, audit_source=False,
+                                reason=f'robodata merge into {into.resolve()}')
+            merged.runs[str(source.root)] = run
+            merged.left_out[str(source.root)] = hidden
+            mapping += [{'dataset': source.name, 'path': str(source.root.resolve()), 'episode': p.source_id,
+                         'new_id': p.new_id} for p in run.done]
+        write_atomic(partial / MERGE_FILE, (json.dumps(
+            {'sources': [{'dataset': s.name, 'path': str(s.root.resolve())} for s in sources],
+             'episodes': mapping}, indent=2) + '\n').encode())
+        append_audit(target.audit_path, 'merge', None, who, sources=[str(r) for r in roots],
+                     episodes=merged.episodes, renamed=sum(m['episode'] != m['new_id'] for m in mapping))
+        os.replace(partial, into)  # over an empty folder too (checked above)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return merged
+
+
+def _clear_dead_partials(into: Path) -> None:
+    """Partial folders beside `into` of merges whose process is gone (killed: nothing of them is whole)."""
+    if not into.parent.is_dir():
+        return
+    for partial in into.parent.glob(f'{into.name}{PARTIAL}*'):
+        pid = partial.name[len(into.name) + len(PARTIAL):]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(partial, ignore_errors=True)
+        except PermissionError:
+            continue  # another user's process, alive: leave it
