@@ -14,13 +14,16 @@ from typing import Any
 from ros_robodata.cli import (
     approve_cmd,
     audit_cmd,
+    coverage_cmd,
     dataset_cmds,
     demo_cmd,
+    episodes_cmd,
     export_cmd,
     import_cmd,
     info_cmd,
     keys_cmd,
     launch_cmd,
+    merge_cmd,
     profile_cmd,
     record_cmd,
     release_cmd,
@@ -54,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     dataset_cmds.add_parsers(sub)
     import_cmd.add_parser(sub)
     repair_cmd.add_parser(sub)
+    episodes_cmd.add_parser(sub)
+    merge_cmd.add_parser(sub)
     profile_cmd.add_parser(sub)
     launch_cmd.add_parser(sub)
     record_cmd.add_parser(sub)
@@ -73,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cmd.add_parser(sub)
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
+    coverage_cmd.add_parser(sub)
     return parser
 
 

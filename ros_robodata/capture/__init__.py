@@ -1,0 +1,13 @@
+"""Capture to a protocol: the protocol files (config/protocols/*.yaml), what a take records (capture.json), how far
+a dataset is through a protocol (`robodata coverage`), and a take's conditions measured from its frames."""
+
+from __future__ import annotations
+
+from ros_robodata.capture.coverage import CellCount, Coverage, GroupCount, coverage
+from ros_robodata.capture.protocol import Camera, Cell, Factor, ParticipantTargets, Protocol, Repetition, load_protocol
+from ros_robodata.capture.take_conditions import Intrinsics, Measured, measure_frame
+from ros_robodata.capture.take_record import CAPTURE_FILE, Measurement, TakeRecord, measurement, read_take, write_take
+
+__all__ = ['CAPTURE_FILE', 'Camera', 'Cell', 'CellCount', 'Coverage', 'Factor', 'GroupCount', 'Intrinsics', 'Measured',
+           'Measurement', 'ParticipantTargets', 'Protocol', 'Repetition', 'TakeRecord', 'coverage', 'load_protocol',
+           'measure_frame', 'measurement', 'read_take', 'write_take']
