@@ -212,3 +212,24 @@ def test_a_camera_marked_pii_shows_no_picture(scored: Path, tmp_path: Path) -> N
 def test_quality_json_counts_camera_frames_in_whole_numbers(scored: Path) -> None:
     cameras = _quality(scored, CLEAN)['metrics']['cameras']
     assert cameras and all(type(c['frames']) is int and c['frames'] > 0 for c in cameras.values())
+
+
+def test_by_default_only_the_worst_get_sections_and_all_gives_every_one(
+        scored: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dataset of thousands of episodes must still make a page a browser opens: sections for the worst
+    DETAILED_BY_DEFAULT (1 here, 100 as shipped), every episode in the table; `--episodes all` details them all."""
+    from ros_robodata.cli import report_cmd
+
+    monkeypatch.setattr(report_cmd, 'DETAILED_BY_DEFAULT', 1)
+    out = tmp_path / 'default.html'
+    assert main(['report', str(scored), '--out', str(out)]) == 0
+    page = out.read_text(encoding='utf-8')
+    assert f'id="ep-{BLURRED}"' in page and f'id="ep-{CLEAN}"' not in page and f'<td>{CLEAN}</td>' in page
+    assert 'Detailed sections for the 1 worst episode(s) only.' in page
+    assert main(['report', str(scored), '--out', str(out), '--episodes', 'all']) == 0
+    page = out.read_text(encoding='utf-8')
+    assert f'id="ep-{BLURRED}"' in page and f'id="ep-{CLEAN}"' in page
+    capsys.readouterr()
+    for bad in ('-1', 'lots'):
+        assert main(['report', str(scored), '--out', str(out), '--episodes', bad]) == 1
+        assert f"--episodes must be a count of 0 or more, or all; got '{bad}'" in capsys.readouterr().err

@@ -20,6 +20,8 @@ from ros_robodata.errors import RobodataError
 from ros_robodata.quality.scoring import QUALITY_FILE, SUMMARY_FILE
 from ros_robodata.report.build import REPORT_FILE, report_target, report_work
 
+DETAILED_BY_DEFAULT = 100  # episodes with figures and frames (about 80 KiB each on a page)
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -34,8 +36,10 @@ def add_parser(sub: Any) -> None:
                               'bags')
     p.add_argument('--out', help=f'the .html file to write (default: DATASET/{REPORT_FILE}; for bags, '
                                  f'./<name>_{REPORT_FILE} in the current folder)')
-    p.add_argument('--episodes', type=int, metavar='N',
-                   help='detailed sections (timeline, frames) for the N worst-scoring episodes only (default all)')
+    p.add_argument('--episodes', default=str(DETAILED_BY_DEFAULT), metavar='N|all',
+                   help='detailed sections (timeline, frames) for the N worst-scoring episodes only, every episode '
+                        f'still in the table (default {DETAILED_BY_DEFAULT}: a page of a 10,000-episode dataset stays '
+                        'one a browser opens; "all" for every one)')
     p.add_argument('--workers', type=int, default=1, help='bags scored in parallel (bags only; default 1)')
     p.add_argument('--force', action='store_true',
                    help='replace --out even when it is a file robodata did not write (never a recording or a '
@@ -43,12 +47,24 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _detail(text: str) -> int | None:
+    """--episodes: a count of 0 or more, or 'all' (None)."""
+    if text.strip().lower() == 'all':
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise RobodataError(f'--episodes must be a count of 0 or more, or all; got {text!r}')
+    return count
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.episodes is not None and args.episodes < 0:
-        raise RobodataError('--episodes must be 0 or more')
+    detail = _detail(args.episodes)
     filters = filters_from(args)
     result = report_work(report_target(args.target, args.profile, filters), args.out, filters=filters,
-                         detail=args.episodes, workers=max(1, args.workers),
+                         detail=detail, workers=max(1, args.workers),
                          progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force)
     for episode_id, reason in result.problems.items():
         stderr.print(f'robodata report: {episode_id}: {reason}', markup=False)
