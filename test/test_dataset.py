@@ -474,3 +474,15 @@ def test_audit_log_is_one_json_object_per_line(make_demo_dataset):
     assert entries[-2]['reason'] == 'line one\nline two'
     assert [e['time_ns'] for e in entries] == sorted(e['time_ns'] for e in entries)
     assert os.path.getsize(dataset.audit_path) == sum(len(line.encode('utf-8')) + 1 for line in raw)
+
+
+def test_a_dataset_is_not_made_inside_another(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ros_robodata.cli.main import main
+
+    outer = Dataset.create(tmp_path / 'outer')
+    listing = sorted(p.relative_to(outer.root) for p in outer.root.rglob('*'))
+    assert main(['init', str(outer.root / 'episodes' / 'inner')]) == 1
+    err = capsys.readouterr().err
+    assert f'inside the dataset {outer.root.resolve()}: make a dataset beside it, not in it' in err
+    assert sorted(p.relative_to(outer.root) for p in outer.root.rglob('*')) == listing
+    assert main(['init', str(tmp_path / 'beside')]) == 0

@@ -99,8 +99,8 @@ class Dataset:
             profile: the robot profile its episodes are recorded with, kept as a snapshot; None: set it later.
 
         Raises:
-            DatasetError: `path` holds a dataset, is a file or a folder that is not empty, or the catalog cannot
-                be made there.
+            DatasetError: `path` holds a dataset, is a file or a folder that is not empty, lies inside another
+                dataset, or the catalog cannot be made there.
             RobodataError: a file of the dataset cannot be written (disk full, no permission).
         """
         root = Path(path)
@@ -110,6 +110,9 @@ class Dataset:
             raise DatasetError(f'{root}: exists and is not a folder')
         if root.exists() and any(root.iterdir()):
             raise DatasetError(f'{root}: folder is not empty and is not a dataset')
+        inside = next((parent for parent in root.resolve().parents if is_dataset(parent)), None)
+        if inside is not None:  # its episodes would be files of the other dataset, which verify and repair then trip on
+            raise DatasetError(f'{root}: inside the dataset {inside}: make a dataset beside it, not in it')
         info = {
             'schema_version': SCHEMA_VERSION,
             'name': name or root.resolve().name,
