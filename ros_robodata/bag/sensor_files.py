@@ -7,7 +7,7 @@ its own PCD column. A frame that cannot be written raises ExportError naming wha
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,14 @@ from ros_robodata.files import replace_unless_same
 LASER_SCAN = 'sensor_msgs/msg/LaserScan'
 
 
-def encode_frame_image(msg: Any, image_format: str, jpeg_quality: int = 95) -> tuple[bytes, str, dict[str, Any]]:
+def encode_frame_image(msg: Any, image_format: str, jpeg_quality: int = 95,
+                       transform: Callable[[np.ndarray], np.ndarray] | None = None
+                       ) -> tuple[bytes, str, dict[str, Any]]:
     """(file bytes, extension, width/height/encoding) of an Image or CompressedImage.
 
     Colour is written as colour, mono8 as grey; 16-bit mono (depth, thermal) always as 16-bit PNG, since
-    JPEG would throw away its values; float images (32FC1 depth) are stretched onto 8 bits.
+    JPEG would throw away its values; float images (32FC1 depth) are stretched onto 8 bits. `transform` changes the
+    pixels as they will be written (BGR, grey or 16-bit grey) just before they are encoded (faces blurred).
     """
     encoding = str(getattr(msg, 'encoding', '') or getattr(msg, 'format', ''))
     native = decode_image(msg, 'native')
@@ -38,6 +41,8 @@ def encode_frame_image(msg: Any, image_format: str, jpeg_quality: int = 95) -> t
         pixels, ext = native, image_format
     else:
         pixels, ext = decode_image(msg, 'bgr'), image_format  # OpenCV writes BGR
+    if transform is not None:
+        pixels = transform(pixels)
     params = [cv2.IMWRITE_JPEG_QUALITY, int(jpeg_quality)] if ext == 'jpg' else [cv2.IMWRITE_PNG_COMPRESSION, 3]
     ok, encoded = cv2.imencode(f'.{ext}', np.ascontiguousarray(pixels), params)
     if not ok:

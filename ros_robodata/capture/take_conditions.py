@@ -37,6 +37,7 @@ import cv2
 import numpy as np
 
 from ros_robodata.errors import RobodataError
+from ros_robodata.face_model import MODEL_PATH, load_yunet
 
 __all__ = [
     'BOX_WIDTH_M', 'DETECTOR_MIN_FACE_PX', 'INTEROCULAR_M', 'MEASURE_MIN_FACE_PX', 'MODEL_PATH', 'ORIENTATIONS',
@@ -45,7 +46,6 @@ __all__ = [
     'orientation', 'resolution_needed', 'yaw_pitch',
 ]
 
-MODEL_PATH = Path(__file__).resolve().parent.parent / 'models' / 'face_detection_yunet_2023mar.onnx'
 
 # Anthropometric constants (adult means; one person differs from them, which is the error floor of `distance_m`)
 INTEROCULAR_M = 0.063  # pupil to pupil. Dodgson, "Variation and extrema of human interpupillary distance" (SPIE
@@ -67,8 +67,6 @@ PITCH_FRONT = 0.50  # the nose's place between the eye line (0) and the mouth li
 PITCH_BIN = 0.13  # a place more than this from PITCH_FRONT is a raised (smaller) or lowered (larger) head
 
 SCORE_THRESHOLD = 0.7  # YuNet's demo keeps 0.9; a face under 20 px scores 0.7 to 0.9, a patch of wall rarely 0.7
-NMS_THRESHOLD = 0.3
-TOP_K = 5000
 ENLARGE_UP_TO = 800  # a frame this long (px, the longer side) or shorter is also searched at twice its size
 # (640x480: faces of 6 to 10 px; a 720p frame doubled would cost 4 times its own search)
 MAX_SIDE = 2560  # a larger frame is searched shrunk to this (YuNet's cost grows with the pixels)
@@ -232,18 +230,7 @@ class FaceDetector:
     """
 
     def __init__(self, model: Path = MODEL_PATH, score_threshold: float = SCORE_THRESHOLD) -> None:
-        if not model.is_file():
-            raise RobodataError(f'{model}: the face detector model is missing: reinstall ros_robodata')
-        level = cv2.utils.logging.getLogLevel()
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # the DNN engine's notes on targets
-        try:
-            self._detector = cv2.FaceDetectorYN.create(str(model), '', (320, 320), score_threshold, NMS_THRESHOLD,
-                                                       TOP_K)
-        except cv2.error as err:
-            raise RobodataError(f'{model}: OpenCV cannot load the face detector: {" ".join(str(err).split())}') \
-                from None
-        finally:
-            cv2.utils.logging.setLogLevel(level)
+        self._detector = load_yunet(model, score_threshold, RobodataError)
         self._lock = threading.Lock()
 
     def _search(self, image: np.ndarray, scale: float, dx: float = 0.0, dy: float = 0.0) -> list[Face]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ros_robodata.cli.command_common import add_json, add_target, need, print_json, resolve, stdout
+from ros_robodata.cli.command_common import add_json, add_target, dataset_at, print_json, stdout
 from ros_robodata.dataset.audit import seal_audit, verify_audit
 
 
@@ -38,9 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    target = need(resolve(args.target), 'dataset')
-    assert target.dataset is not None
-    path = target.dataset.audit_path
+    path = dataset_at(args.target).audit_path
     check = verify_audit(path)
     if args.json:
         print_json({'audit': str(path), **check.to_dict()})
@@ -57,11 +55,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_seal(args: argparse.Namespace) -> int:
-    target = need(resolve(args.target), 'dataset')
-    assert target.dataset is not None
-    sealed = seal_audit(target.dataset.audit_path, args.who, args.why)
+    path = dataset_at(args.target).audit_path
+    sealed = seal_audit(path, args.who, args.why)
     if args.json:
-        print_json({'audit': str(target.dataset.audit_path), 'sealed': sealed.sealed, 'lines': sealed.lines,
+        print_json({'audit': str(path), 'sealed': sealed.sealed, 'lines': sealed.lines,
                     'sha256': sealed.sha256, 'seal_line': sealed.seal_line, 'message': sealed.message})
     else:
         stdout.print(sealed.message, markup=False)

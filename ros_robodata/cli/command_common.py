@@ -9,11 +9,13 @@ import time
 from typing import Any
 
 from ros_robodata.console import human_bytes, progress, stderr, stdout
+from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, Target, need, profile_for, resolve, select
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, parse_since
 
 __all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'Filters', 'Item', 'Target', 'add_analysis_arguments',
-           'add_filters', 'add_json', 'add_target', 'filters_from', 'human_bytes', 'need', 'print_json', 'profile_for',
+           'add_filters', 'add_json', 'add_target', 'dataset_at', 'filters_from', 'human_bytes', 'need', 'print_json',
+           'profile_for',
            'progress', 'resolve', 'select', 'stderr', 'stdout']
 
 # Exit status of every command: 0 done; 1 bad input or an error (nothing, or nothing more, was done); 2 the
@@ -79,3 +81,14 @@ def filters_from(args: argparse.Namespace) -> Filters:
                    status=getattr(args, 'status', None),
                    since_ns=None if since is None else parse_since(since, time.time_ns()),
                    where=getattr(args, 'where', None))
+
+
+def dataset_at(path: str) -> Dataset:
+    """The dataset a command was pointed at, or the one-line answer every command gives to anything else.
+
+    Raises:
+        RobodataError: `path` is not a dataset (saying what it is instead).
+    """
+    dataset = need(resolve(path), 'dataset').dataset
+    assert dataset is not None  # need() made sure
+    return dataset

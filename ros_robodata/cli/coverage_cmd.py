@@ -10,7 +10,15 @@ from rich.table import Table
 from ros_robodata.capture.coverage import Coverage, coverage
 from ros_robodata.capture.protocol import SHIPPED_PROTOCOLS, load_protocol
 from ros_robodata.capture.take_record import CAPTURE_FILE
-from ros_robodata.cli.command_common import EXIT_OK, add_json, add_target, need, print_json, resolve, stderr, stdout
+from ros_robodata.cli.command_common import (
+    EXIT_OK,
+    add_json,
+    add_target,
+    dataset_at,
+    print_json,
+    stderr,
+    stdout,
+)
 from ros_robodata.errors import RobodataError
 
 SHOWN_MISSING = 20
@@ -38,8 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.next_n is not None and args.next_n < 1:
         raise RobodataError('--next must be at least 1')
     protocol = load_protocol(args.protocol)
-    dataset = need(resolve(args.target), 'dataset').dataset
-    assert dataset is not None
+    dataset = dataset_at(args.target)
     result = coverage(dataset, protocol)
     if args.json:
         print_json(result.to_json(args.next_n))

@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ros_robodata.cli.command_common import EXIT_PARTIAL, add_json, add_target, need, print_json, resolve, stdout
-from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.cli.command_common import (
+    EXIT_PARTIAL,
+    add_json,
+    add_target,
+    dataset_at,
+    print_json,
+    stdout,
+)
 from ros_robodata.dataset.episode_moves import PoolRun, copy_episodes, discard_episodes
 from ros_robodata.errors import RobodataError
 
@@ -46,12 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=run_delete)
 
 
-def _dataset(path: str) -> Dataset:
-    dataset = need(resolve(path), 'dataset').dataset
-    assert dataset is not None
-    return dataset
-
-
 def _report(run: PoolRun, args: argparse.Namespace, verb: str) -> int:
     if args.json:
         print_json(run.to_json())
@@ -70,12 +70,12 @@ def _report(run: PoolRun, args: argparse.Namespace, verb: str) -> int:
 
 
 def run_copy(args: argparse.Namespace) -> int:
-    source, target = _dataset(args.target), _dataset(args.into)
+    source, target = dataset_at(args.target), dataset_at(args.into)
     run = copy_episodes(source, target, list(args.episode), link=getattr(args, 'link', False), move=args.move,
                         who=args.who, reason=args.why)
     return _report(run, args, 'moved' if args.move else 'copied')
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    run = discard_episodes(_dataset(args.target), list(args.episode), why=args.why, who=args.who)
+    run = discard_episodes(dataset_at(args.target), list(args.episode), why=args.why, who=args.who)
     return _report(run, args, 'discarded')

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ros_robodata.cli.command_common import need, print_json, resolve, stdout
-from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.cli.command_common import dataset_at, print_json, stdout
 from ros_robodata.dataset.merge import MERGE_FILE, merge_datasets
 
 
@@ -30,14 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_merge)
 
 
-def _dataset(path: str) -> Dataset:
-    dataset = need(resolve(path), 'dataset').dataset
-    assert dataset is not None
-    return dataset
-
-
 def run_merge(args: argparse.Namespace) -> int:
-    sources = [_dataset(path) for path in args.sources]
+    sources = [dataset_at(path) for path in args.sources]
     merged = merge_datasets(sources, Path(args.into), link=args.link, include_all=args.all, who=args.who,
                             name=args.name)
     if args.json:

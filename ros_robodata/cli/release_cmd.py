@@ -12,15 +12,13 @@ from ros_robodata.cli.command_common import (
     add_filters,
     add_json,
     add_target,
+    dataset_at,
     filters_from,
     human_bytes,
-    need,
     print_json,
-    resolve,
     stdout,
 )
 from ros_robodata.dataset.audit_chain import audit_head
-from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import select_rows
 from ros_robodata.dataset.tombstones import read_tombstones
 from ros_robodata.governance import load_approval_policy
@@ -65,18 +63,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=run_list)
 
 
-def _dataset(args: argparse.Namespace) -> Dataset:
-    target = need(resolve(args.target), 'dataset')
-    assert target.dataset is not None
-    return target.dataset
-
-
 def run_create(args: argparse.Namespace) -> int:
-    dataset = _dataset(args)
+    dataset = dataset_at(args.target)
     policy = load_approval_policy(args.policy) if args.policy else None
     filters = filters_from(args)
     rows = select_rows(dataset, filters)
-    release = create_release(dataset, args.name, rows, policy=policy, where=getattr(filters, 'where', None),
+    release = create_release(dataset, args.name, rows, policy=policy, where=filters.where,
                              who=args.who, why=args.why, audit_head=audit_head(dataset.audit_path))
     left = len(rows) - len(release.episodes)
     if args.json:
@@ -92,7 +84,7 @@ def run_create(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    dataset = _dataset(args)
+    dataset = dataset_at(args.target)
     check = verify_release(dataset, args.name, read_tombstones(dataset.root))
     if args.json:
         print_json(check.to_json())
@@ -109,7 +101,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    diff = diff_releases(_dataset(args), args.a, args.b)
+    diff = diff_releases(dataset_at(args.target), args.a, args.b)
     if args.json:
         print_json(diff.to_json())
         return 0
@@ -125,7 +117,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    releases = list_releases(_dataset(args))
+    releases = list_releases(dataset_at(args.target))
     if args.json:
         print_json([r.to_json() for r in releases])
         return 0

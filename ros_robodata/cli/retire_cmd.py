@@ -7,7 +7,14 @@ import time
 
 from rich.table import Table
 
-from ros_robodata.cli.command_common import add_json, add_target, human_bytes, need, print_json, resolve, stdout
+from ros_robodata.cli.command_common import (
+    add_json,
+    add_target,
+    dataset_at,
+    human_bytes,
+    print_json,
+    stdout,
+)
 from ros_robodata.dataset.participants import add_participant, read_participants
 from ros_robodata.errors import RobodataError
 from ros_robodata.governance.retire import expired_episodes, participant_episodes, retire
@@ -51,9 +58,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def run_retire(args: argparse.Namespace) -> int:
-    target = need(resolve(args.target), 'dataset')
-    dataset = target.dataset
-    assert dataset is not None
+    dataset = dataset_at(args.target)
     if args.participant:
         ids = participant_episodes(dataset, args.participant)
     elif args.expired:
@@ -83,8 +88,7 @@ def run_retire(args: argparse.Namespace) -> int:
 
 
 def run_participant_add(args: argparse.Namespace) -> int:
-    dataset = need(resolve(args.target), 'dataset').dataset
-    assert dataset is not None
+    dataset = dataset_at(args.target)
     entry = add_participant(dataset.root, args.id, args.consent)
     if args.json:
         print_json({'participant': args.id, **entry})
@@ -94,8 +98,7 @@ def run_participant_add(args: argparse.Namespace) -> int:
 
 
 def run_participant_list(args: argparse.Namespace) -> int:
-    dataset = need(resolve(args.target), 'dataset').dataset
-    assert dataset is not None
+    dataset = dataset_at(args.target)
     people = read_participants(dataset.root)
     if args.json:
         print_json(people)

@@ -22,15 +22,14 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ros_robodata.bag.image import decode_image, to_uint8
+from ros_robodata.bag.image import to_uint8
+from ros_robodata.bag.sensor_files import encode_frame_image
 from ros_robodata.errors import ExportError
+from ros_robodata.face_model import MODEL_PATH, load_yunet
 
 __all__ = ['DETECTOR', 'MODEL_PATH', 'Box', 'FaceBlur', 'blurred_frame_image', 'merge_boxes']
 
-MODEL_PATH = Path(__file__).resolve().parent.parent / 'models' / 'face_detection_yunet_2023mar.onnx'
 SCORE_THRESHOLD = 0.5  # YuNet's own demo keeps 0.9; for privacy a false alarm is cheap and a missed face is not
-NMS_THRESHOLD = 0.3
-TOP_K = 5000
 MARGIN = 0.3  # of a face box's width and height, added on every side before blurring
 ENLARGE_UP_TO = 800  # frames this long (px, the longer side) or shorter are also searched at twice their size
 SHRINK_TO = 320  # and every frame longer than this also at this size, for faces close to the camera
@@ -83,18 +82,7 @@ class FaceBlur:
     """
 
     def __init__(self, model: Path = MODEL_PATH, score_threshold: float = SCORE_THRESHOLD) -> None:
-        if not model.is_file():
-            raise ExportError(f'{model}: the face detector model is missing: reinstall ros_robodata')
-        level = cv2.utils.logging.getLogLevel()
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # the DNN engine's notes on targets
-        try:
-            self._detector = cv2.FaceDetectorYN.create(str(model), '', (320, 320), score_threshold, NMS_THRESHOLD,
-                                                       TOP_K)
-        except cv2.error as err:
-            raise ExportError(f'{model}: OpenCV cannot load the face detector: {" ".join(str(err).split())}') \
-                from None
-        finally:
-            cv2.utils.logging.setLogLevel(level)
+        self._detector = load_yunet(model, score_threshold, ExportError)
         self._lock = threading.Lock()
         self.faces = 0  # faces blurred so far
         self.frames = 0  # frames with at least one face
@@ -230,19 +218,9 @@ def blurred_frame_image(msg: Any, image_format: str, jpeg_quality: int, blur: Fa
         ExportError: the image cannot be encoded.
         BagError: the image cannot be decoded.
     """
-    encoding = str(getattr(msg, 'encoding', '') or getattr(msg, 'format', ''))
-    native = decode_image(msg, 'native')
-    if native.ndim == 3 and native.shape[2] == 1:
-        native = native[:, :, 0]
-    if native.ndim == 2 and native.dtype == np.uint16:
-        pixels, ext = blur(native, cv2.cvtColor(to_uint8(native), cv2.COLOR_GRAY2BGR)), 'png'
-    elif native.ndim == 2 and native.dtype == np.uint8:
-        pixels, ext = blur(native), image_format
-    else:
-        pixels, ext = blur(decode_image(msg, 'bgr')), image_format  # OpenCV writes BGR
-    params = [cv2.IMWRITE_JPEG_QUALITY, int(jpeg_quality)] if ext == 'jpg' else [cv2.IMWRITE_PNG_COMPRESSION, 3]
-    ok, encoded = cv2.imencode(f'.{ext}', np.ascontiguousarray(pixels), params)
-    if not ok:
-        raise ExportError(f'image: OpenCV cannot encode {pixels.dtype} {pixels.shape} as {ext}')
-    height, width = pixels.shape[:2]
-    return encoded.tobytes(), ext, {'width': int(width), 'height': int(height), 'encoding': encoding}
+    def faces_blurred(pixels: np.ndarray) -> np.ndarray:
+        if pixels.dtype == np.uint16:  # written as 16-bit PNG, searched as 8-bit BGR
+            return blur(pixels, cv2.cvtColor(to_uint8(pixels), cv2.COLOR_GRAY2BGR))
+        return blur(pixels)
+
+    return encode_frame_image(msg, image_format, jpeg_quality, transform=faces_blurred)

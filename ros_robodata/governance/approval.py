@@ -9,7 +9,6 @@ left alone (no audit line for nothing).
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import EVENTS_FILE, read_events_file
+from ros_robodata.export.lerobot.policy import recovery_counts
 from ros_robodata.governance.approval_policy import ApprovalPolicy
 from ros_robodata.vocabulary import OUTCOMES, RECOVERY
 
@@ -177,15 +177,14 @@ def _cap_recoveries(judged: dict[str, list[str]], rows: dict[str, CatalogRow], s
     if not admitted:
         return
     have = len(recoveries) / len(admitted)
+    keep, needed = recovery_counts(others, len(recoveries), share)
     if have > high:
-        keep = math.floor(high * others / (1 - high)) if high < 1 else len(recoveries)
         ranked = sorted(recoveries, key=lambda i: hashlib.sha256(f'recovery{i}'.encode()).hexdigest())
         for episode_id in ranked[keep:]:
             judged[episode_id].append(f'recovery over the policy\'s {high:.0%} share of recoveries')
         warnings.append(f'recoveries were {len(recoveries)} of {len(admitted)} admitted ({have:.0%}), over the '
                         f'{high:.0%} wanted: {len(recoveries) - keep} rejected')
     elif have < low:
-        needed = math.ceil(low * others / (1 - low)) - len(recoveries) if low < 1 else others
         warnings.append(f'recoveries are {len(recoveries)} of {len(admitted)} admitted ({have:.0%}), under the '
                         f'{low:.0%} wanted: record about {needed} more recovery demonstration(s)')
 

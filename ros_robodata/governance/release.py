@@ -178,8 +178,9 @@ def create_release(dataset: Dataset, name: str, rows: list[CatalogRow], *, polic
     folder = _folder(dataset, name)
     if folder.exists():
         raise ReleaseError(f'{folder}: release {name} exists already (a release is never changed: pick a new name)')
-    chosen = [r for r in rows if r.state in RELEASABLE
-              and (policy is None or dataset.episode(r.id).decision.get('policy_sha256') == policy.sha256)]
+    described = {r.id: dataset.episode(r.id) for r in rows if r.state in RELEASABLE}  # each episode.yaml read once
+    chosen = [r for r in rows if r.id in described
+              and (policy is None or described[r.id].decision.get('policy_sha256') == policy.sha256)]
     if not chosen:
         under = f' under policy {policy.name} ({policy.sha256[:12]})' if policy else ''
         raise ReleaseError(f'{dataset.root}: no approved episode{under} among the {len(rows)} picked: run '
@@ -192,7 +193,7 @@ def create_release(dataset: Dataset, name: str, rows: list[CatalogRow], *, polic
     # The checksums taken as each bag was written are a second witness: a bag that no longer matches them changed
     # after recording (a disk fault, an edit) and is not frozen into a release as if it were the recording.
     changed = [f'{r.id}/bag/{p.name}' for r in chosen for p in files[r.id]
-               if p.parent == dataset.bag_dir(r.id) and dataset.episode(r.id).bag_sha256.get(p.name, hashed[p][0])
+               if p.parent == dataset.bag_dir(r.id) and described[r.id].bag_sha256.get(p.name, hashed[p][0])
                != hashed[p][0]]
     if changed:
         raise ReleaseError(f'{dataset.root}: {len(changed)} bag file(s) no longer match the sha256 recorded when they '
@@ -216,7 +217,8 @@ def create_release(dataset: Dataset, name: str, rows: list[CatalogRow], *, polic
     body = (json.dumps(manifest, indent=1, sort_keys=True) + '\n').encode()
     digest = hashlib.sha256(body).hexdigest()
     card = croissant_for_release(manifest, digest, modes={r.id: r.mode for r in chosen},
-                                 pii_cameras=_pii_cameras(dataset), consent=_consent(dataset, list(episodes)),
+                                 pii_cameras=_pii_cameras(dataset),
+                                 consent=_consent(dataset, {described[r.id].participant for r in chosen} - {''}),
                                  license_url=str(dataset.info.get('license') or ''))
     folder.mkdir(parents=True)
     write_atomic(folder / MANIFEST, body)
@@ -233,13 +235,12 @@ def create_release(dataset: Dataset, name: str, rows: list[CatalogRow], *, polic
 def _pii_cameras(dataset: Dataset) -> list[str]:
     if not dataset.has_profile:
         return []
-    return [c.name for c in dataset.profile.topics.cameras if getattr(c, 'pii', False)]
+    return [c.name for c in dataset.profile.topics.cameras if c.pii]
 
 
-def _consent(dataset: Dataset, episode_ids: list[str]) -> dict[str, str]:
-    """Each participant of these episodes and the scope of their consent (participants.yaml)."""
+def _consent(dataset: Dataset, named: set[str]) -> dict[str, str]:
+    """Each of these participants and the scope of their consent (participants.yaml)."""
     people = read_participants(dataset.root)
-    named = {dataset.episode(i).participant for i in episode_ids} - {''}
     return {p: str(people.get(p, {}).get('consent', 'not registered')) for p in sorted(named)}
 
 

@@ -148,19 +148,27 @@ def select(candidates: list[Candidate], policy: Policy) -> Selection:
     return out
 
 
+def recovery_counts(others: int, recoveries: int, ratio: tuple[float, float]) -> tuple[int, int]:
+    """(recoveries to keep, more to record) for the share of recoveries among `others + recoveries` to fall within
+    `ratio` (low, high): r / (n + r) >= low  <=>  r >= low * n / (1 - low), and <= high likewise. Shared by the
+    export's curation and `robodata approve`."""
+    low, high = ratio
+    keep = (math.floor(high * others / (1 - high)) if high < 1 else recoveries)
+    needed = (math.ceil(low * others / (1 - low)) - recoveries) if low < 1 else others
+    return min(keep, recoveries), max(0, needed)
+
+
 def _balance(pool: list[Candidate], ratio: tuple[float, float], out: Selection) -> list[Candidate]:
     low, high = ratio
     recoveries = [c for c in pool if c.outcome == RECOVERY]
     others = [c for c in pool if c.outcome != RECOVERY]
     total = len(pool)
     share = len(recoveries) / total if total else 0.0
+    keep, needed = recovery_counts(len(others), len(recoveries), ratio)
     if total and share < low:
-        # r / (n + r) >= low  <=>  r >= low * n / (1 - low)
-        needed = math.ceil(low * len(others) / (1 - low)) - len(recoveries) if low < 1 else len(others)
         out.warnings.append(f'recoveries are {len(recoveries)} of {total} ({share:.0%}), under the {low:.0%} wanted: '
                             f'record about {needed} more recovery demonstration(s)')
     elif share > high:
-        keep = math.floor(high * len(others) / (1 - high)) if high < 1 else len(recoveries)
         ranked = sorted(recoveries, key=lambda c: _rank(c.episode_id, 'recovery'))
         for c in ranked[keep:]:
             out.left_out[c.episode_id] = f'recovery over the policy\'s {high:.0%} cap on recoveries'
