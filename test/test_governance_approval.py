@@ -167,3 +167,18 @@ def test_the_shipped_policy_judges_the_demo_cell_episodes(
         ok = (quality['score'] >= 0.8 and quality['catalog']['errors'] == 0 and {'grasp', 'release'} <= kinds
               and quality['outcome'] in ('success', 'recovery'))
         assert (d['verdict'] == 'approved') == ok, d
+
+
+def test_a_rig_without_a_gripper_or_wrench_is_told_why_no_event_can_be_required(
+        tmp_path: Path, record_demo_episode: Callable[..., object], capsys: pytest.CaptureFixture[str]) -> None:
+    from ros_robodata.profile import load_profile
+
+    root = Path(__file__).resolve().parent.parent
+    ds = Dataset.create(tmp_path / 'studio', profile=load_profile(root / 'config' / 'capture_studio.yaml'))
+    record_demo_episode(ds, episode_id='take1', outcome='success')
+    policy = policy_file(tmp_path, required_events=['grasp'])
+    code, out, _ = run(capsys, 'approve', ds.root, '--policy', policy, '--json')
+    (decision,) = json.loads(out)['decisions']
+    assert code == 0 and decision['reasons'] == [
+        'no events can be found: the robot profile names no gripper or wrench, and the policy requires grasp (add '
+        'them to the profile, or drop required_events)']

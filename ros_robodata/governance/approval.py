@@ -99,12 +99,16 @@ def judge(dataset: Dataset, row: CatalogRow, policy: ApprovalPolicy) -> list[str
         whose = 'reviewed' if verdict in OUTCOMES else 'operator\'s'
         reasons.append(f'{whose} outcome {outcome} (the policy admits {", ".join(policy.outcomes)})')
     if policy.required_events:
-        reasons.extend(_missing_events(dataset.episode_dir(row.id) / EVENTS_FILE, policy.required_events))
+        reasons.extend(_missing_events(dataset, dataset.episode_dir(row.id) / EVENTS_FILE, policy.required_events))
     return reasons
 
 
-def _missing_events(path: Path, required: tuple[str, ...]) -> list[str]:
+def _missing_events(dataset: Dataset, path: Path, required: tuple[str, ...]) -> list[str]:
     if not path.is_file():
+        topics = dataset.profile.topics if dataset.has_profile else None
+        if topics is not None and topics.gripper is None and topics.wrench is None:
+            return [f'no events can be found: the robot profile names no gripper or wrench, and the policy requires '
+                    f'{", ".join(required)} (add them to the profile, or drop required_events)']
         return [f'no {EVENTS_FILE} (run robodata segment): the policy requires {", ".join(required)}']
     try:
         doc = read_events_file(path)
