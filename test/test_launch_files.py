@@ -329,12 +329,13 @@ def test_session_launch_runs_what_robodata_session_runs():
     launch = ET.parse(ROOT / 'launch' / 'session.launch.xml').getroot()
     nodes = {node.get('exec'): {p.get('name'): p.get('value') for p in node.findall('param')}
              for node in launch.iter('node')}
-    assert set(nodes) == {'recorder', 'segmenter', 'quality_monitor'}
-    # Both read the same rig description, on the same clock.
-    assert {params['profile'] for params in nodes.values()} == {'$(var profile)'}
+    assert set(nodes) == {'recorder', 'segmenter', 'quality_monitor', 'shot_list'}
+    # Both read the same rig description, on the same clock (the shot list, capturing to a protocol, reads none).
+    assert {params['profile'] for exe, params in nodes.items() if exe != 'shot_list'} == {'$(var profile)'}
     assert {params['use_sim_time'] for params in nodes.values()} == {'$(var use_sim_time)'}
     record = ET.parse(ROOT / 'launch' / RECORD).getroot()
-    assert {a.get('name') for a in launch.findall('arg')} == {a.get('name') for a in record.findall('arg')}
+    assert {a.get('name') for a in launch.findall('arg')} == {a.get('name') for a in record.findall('arg')} | {
+        'protocol', 'participant', 'illuminance_topic', 'range_topic', 'camera_topic', 'camera_info_topic'}
 
 
 def test_sim_launch_runs_what_robodata_sim_runs():

@@ -55,6 +55,8 @@ class Episode:
         copied_from: each dataset the episode was copied or moved out of (`robodata episodes copy|move`,
             `robodata merge`), oldest first: that dataset's name and path, the episode's id there, how and when;
             empty when it never left the dataset it was recorded or imported into.
+        capture: a take captured to a protocol (`robodata session --protocol`): protocol, participant, take, the
+            intended conditions and the measured ones with a verdict each; empty when none.
 
     Raises:
         DatasetError: a field of the wrong type, an invalid id, or an unknown mode, outcome or status.
@@ -89,6 +91,8 @@ class Episode:
     # Where it was pooled from, oldest first (`episodes copy|move`, `merge`): dataset name and path, id there, how,
     # when. Kept apart from `source`, whose being empty means "recorded live" to the segmenter and the scorer.
     copied_from: list[dict[str, Any]] = field(default_factory=list)
+    # A take captured to a protocol (ros_robodata/capture/take_save.py writes it); empty when none.
+    capture: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -104,7 +108,7 @@ class Episode:
             value = getattr(self, f.name)
             if f.name.endswith('_ns'):
                 ok, what = value is None or (isinstance(value, int) and not isinstance(value, bool)), 'an integer'
-            elif f.name in ('topics', 'loss', 'bag_sha256', 'source', 'decision'):
+            elif f.name in ('topics', 'loss', 'bag_sha256', 'source', 'decision', 'capture'):
                 ok, what = isinstance(value, dict), 'a mapping'
                 if ok and f.name == 'topics':
                     ok, what = all(isinstance(v, dict) for v in value.values()), 'a mapping of topic mappings'

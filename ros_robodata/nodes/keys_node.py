@@ -11,11 +11,15 @@ and end of input quits, so scripts and tests can drive it.
 
 Parameter: `recorder` (default /recorder), the recorder node's name; its services are
 <recorder>/start_episode, /stop_episode, /discard_episode and /set_outcome.
+
+With a session capturing to a protocol, the take to record next arrives on /robodata/take (JSON from the
+shot_list node) and n (skip) and 1-9 (change a condition) go back to it on /robodata/take_command.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import select
 import shutil
@@ -38,6 +42,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ros_robodata.errors import RobodataError
@@ -48,6 +53,8 @@ from ros_robodata.srv import SetOutcome, StartEpisode
 
 EVENTS_TOPIC = '/robodata/episode_events'
 QUALITY_TOPIC = '/robodata/quality'
+TAKE_TOPIC = '/robodata/take'  # the shot list's take (std_msgs/String, JSON), latched
+TAKE_COMMAND_TOPIC = '/robodata/take_command'  # 'skip', 'cycle FACTOR' (std_msgs/String)
 _EVENT_KINDS = {EpisodeEvent.START: 'start', EpisodeEvent.STOP: 'stop', EpisodeEvent.OUTCOME: 'outcome',
                 EpisodeEvent.DISCARD: 'discard'}
 ANSWER_TIMEOUT_S = 10.0  # a call the recorder has not answered by then is reported and forgotten
@@ -91,6 +98,9 @@ class KeysNode(Node):
         any_publisher = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, any_publisher)
         self.create_subscription(QualityStatus, QUALITY_TOPIC, self._on_quality, any_publisher)
+        self.create_subscription(String, TAKE_TOPIC, self._on_take, latched)
+        self._take_commands = self.create_publisher(
+            String, TAKE_COMMAND_TOPIC, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.create_timer(0.5, self._check_ready)
 
     # -- ROS side (executor thread) ---------------------------------------------------------------
@@ -118,6 +128,16 @@ class KeysNode(Node):
         with self.lock:
             self.screen.on_quality(msg.check, msg.topic, _level(msg.level), msg.message, msg.episode_id)
 
+    def _on_take(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+            line, factors = str(data['line']), [str(f) for f in data['factors']]
+            recording, message = bool(data.get('recording')), str(data.get('message') or '')
+        except (ValueError, KeyError, TypeError):
+            return  # not the shot list's: nothing to show
+        with self.lock:
+            self.screen.on_take(line, factors, recording, message)
+
     def _answered(self, call: _Call, future: Future) -> None:
         if future.cancelled():
             return
@@ -140,6 +160,9 @@ class KeysNode(Node):
             return True
         if request.service == 'quit':
             return False
+        if request.service == 'take':
+            self._take_commands.publish(String(data=request.command))
+            return True
         if request.service == 'start':
             message: Any = StartEpisode.Request()
         elif request.service == 'outcome':

@@ -1,5 +1,5 @@
-"""A rig's session in one process: the recorder, the segmenter and the quality monitor (what
-launch/session.launch.xml starts as separate processes). `robodata session` runs it."""
+"""A rig's session in one process: the recorder, the segmenter, the quality monitor and, capturing to a protocol,
+the shot list (what launch/session.launch.xml starts as separate processes). `robodata session` runs it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ros_robodata.nodes.node_runtime import run_nodes
 from ros_robodata.nodes.quality_monitor_node import QualityMonitorNode
 from ros_robodata.nodes.recorder_node import RecorderNode
 from ros_robodata.nodes.segmenter_node import SegmenterNode
+from ros_robodata.nodes.shot_list_node import ShotListNode
 from ros_robodata.record.priority import INTAKE_NICENESS, lower_this_thread
 
 
@@ -25,8 +26,10 @@ def parameters(**values: Any) -> list[Parameter]:
 
 def run_session(profile: str, dataset: str, *, task: str = '', operator: str | None = None, mode: str = 'teleop',
                 delete_discarded: bool = False, use_sim_time: bool = False, min_episode_s: float | None = None,
-                segment: bool = True, monitor: bool = True) -> int:
-    """Spin the session's nodes until Ctrl-C/SIGTERM; a running episode is then closed as interrupted."""
+                segment: bool = True, monitor: bool = True, capture: dict[str, str] | None = None) -> int:
+    """Spin the session's nodes until Ctrl-C/SIGTERM; a running episode is then closed as interrupted. `capture`:
+    the shot list node's parameters (protocol, participant, illuminance_topic, range_topic, camera_topic,
+    camera_info_topic), None for none."""
     sys.setswitchinterval(0.0005)  # as the recorder alone: short GIL turns keep intake steady
     makers = [lambda: RecorderNode(parameter_overrides=parameters(
         profile=profile, dataset=dataset, task=task, operator=operator, mode=mode,
@@ -39,6 +42,10 @@ def run_session(profile: str, dataset: str, *, task: str = '', operator: str | N
     if monitor:
         analysis.append(lambda: QualityMonitorNode(parameter_overrides=parameters(profile=profile,
                                                                                use_sim_time=use_sim_time)))
+    if capture is not None:
+        # After the recorder (it creates the dataset); with the analysis: a take's files are written at a stop.
+        analysis.append(lambda: ShotListNode(parameter_overrides=parameters(dataset=dataset, use_sim_time=use_sim_time,
+                                                                          **capture)))
     # The recorder alone on the main executor: the segmenter's and the monitor's work waits, its intake does not.
     return run_nodes(makers, ['robodata session'], on_shutdown=_close_episode, after_start=_started,
                      analysis=analysis)

@@ -8,7 +8,12 @@ it events, diagnostics, quality results and service replies, and sends the reque
 
 The recorder is the authority: the screen never assumes a request worked until the recorder's
 reply or its /robodata/episode_events say so, and it resynchronises from /diagnostics when it
-joined late or missed an event.
+joined late or missed an event. With a shot list (`robodata session --protocol`), the take to record next
+is shown too, and n and 1-9 skip or change it.
+
+Why one module: what a key means depends on the whole screen's state at once (an episode running, a
+request unanswered, a take recording or shown), and what the screen says is that same state; split into
+keys, state and rendering, each part would need the others' internals.
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ KEYMAP: dict[str, str] = {
     'q': 'quit',
     '\x03': 'quit',  # Ctrl-C arriving as a byte (a raw terminal, a pipe)
     '\x04': 'quit',  # Ctrl-D
+    'n': 'skip',  # the shot list (`robodata session --protocol`): the next take instead of the one shown
 }
+TAKE_KEYS = '123456789'  # with a shot list: key N cycles the level of the take's Nth factor
 OUTCOME_ACTIONS = ('success', 'failure', 'recovery')
 HELP = 'keys: space start/stop, s success, f failure, r recovery, d discard, q quit'  # fits 80 columns
+TAKE_HELP = 'take: space records it, n skips it, {keys} change {factors}'
 
 # Levels as diagnostic_msgs/DiagnosticStatus and ros_robodata/msg/QualityStatus number them.
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
@@ -41,6 +49,7 @@ LEVEL_NAMES = {OK: 'OK', WARN: 'WARN', ERROR: 'ERROR', STALE: 'STALE'}
 RECORDER_STATUS = 'robodata recorder'  # the recorder's head status in /diagnostics
 _TOPIC_STATUS_PREFIX = RECORDER_STATUS + ': '
 DISK_STATUS = 'robodata recorder disk'  # the free space on the dataset's disk, in recording time
+TAKE_STATUS = 'robodata take'  # the shot list's verdict on the take's measured conditions (out of spec: WARN)
 _RECORDING = re.compile(r'recording (\S+) \((\d+) s\)')
 
 # A warning stays on screen this long after it was last reported: per-topic diagnostics repeat
@@ -58,10 +67,11 @@ _PAST = {'start': 'started', 'stop': 'stopped', 'discard': 'discarded'}
 @dataclass(frozen=True)
 class Request:
     """What the node must send: a service call on the recorder ('start', 'stop', 'discard',
-    'outcome' with `outcome`), or 'quit'."""
+    'outcome' with `outcome`), a shot list command ('take' with `command`: 'skip', 'cycle FACTOR'), or 'quit'."""
 
     service: str
     outcome: str = ''
+    command: str = ''
 
 
 @dataclass
@@ -136,6 +146,9 @@ class KeysScreen:
         self.disk_line = ''  # the recorder's word on the dataset disk's room
         self.disk_seen_at = 0.0
         self._quality_batch: set[str] = set()  # problems the monitor reported since its last summary
+        self.take_line = ''  # the shot list's take, when a session captures to a protocol
+        self.take_factors: list[str] = []
+        self.take_recording = False
 
     @property
     def message(self) -> str:
@@ -155,6 +168,8 @@ class KeysScreen:
         """The request a key asks for now, or None (the reason is in `message`)."""
         if key in '\r\n':
             return None
+        if key in TAKE_KEYS or action_for(key) == 'skip':
+            return self._take_request(key)
         action = action_for(key)
         if action is None:
             self.message = f'key {key!r} does nothing'
@@ -176,6 +191,21 @@ class KeysScreen:
             return None
         self.busy.add(service)
         return Request(service)
+
+    def _take_request(self, key: str) -> Request | None:
+        if not self.take_factors:
+            self.message = f'key {key!r}: no shot list (run robodata session with --protocol)'
+            return None
+        if self.take_recording:
+            self.message = 'the take is recording: its conditions change after it stops'
+            return None
+        if key not in TAKE_KEYS:
+            return Request('take', command='skip')
+        index = TAKE_KEYS.index(key)
+        if index >= len(self.take_factors):
+            self.message = f'key {key!r} does nothing: the protocol has {len(self.take_factors)} factors'
+            return None
+        return Request('take', command=f'cycle {self.take_factors[index]}')
 
     # -- what the recorder says -------------------------------------------------------------------
 
@@ -241,6 +271,11 @@ class KeysScreen:
                     self.warnings['disk'] = _Warning(level, f'recorder: {text}', now, NOTICE_HOLD_S, 'recorder')
             elif name == RECORDER_STATUS:
                 self._recorder_status(level, text, now)
+            elif name == TAKE_STATUS:
+                if level == OK:
+                    self.warnings.pop('take', None)
+                else:
+                    self.warnings['take'] = _Warning(level, f'take {text}', now, TOPIC_HOLD_S, 'take')
             elif name.startswith(_TOPIC_STATUS_PREFIX):
                 topic = name[len(_TOPIC_STATUS_PREFIX):]
                 keys = [problem_key(topic, check) for check in ('timing.silent', 'timing.loss', 'recorder')]
@@ -254,6 +289,13 @@ class KeysScreen:
                                 and self.warnings[other].source == 'recorder':
                             del self.warnings[other]
                     self.warnings[key] = _Warning(level, f'{topic}: {text}', now, TOPIC_HOLD_S, 'recorder')
+
+    def on_take(self, line: str, factors: list[str], recording: bool, message: str = '') -> None:
+        """The shot list's take (published by the session's shot_list node): its line, the protocol's factors (the
+        keys 1-9 change), whether it is recording, and the list's word on the last command or take."""
+        self.take_line, self.take_factors, self.take_recording = line, list(factors), recording
+        if message and message != self.message:
+            self.message = message
 
     def on_quality(self, check: str, topic: str, level: int, message: str, episode_id: str = '') -> None:
         """A QualityStatus from the quality monitor; OK clears that check's warning."""
@@ -294,6 +336,8 @@ class KeysScreen:
             lines.append('  '.join(parts))
         else:
             lines.append('starting...' if 'start' in self.busy else 'idle: press space to start an episode')
+        if self.take_line:
+            lines.append(self.take_line)
         if self.quality_line and now - self.quality_seen_at <= QUALITY_HOLD_S:
             lines.append(self.quality_line)
         if self.disk_line and now - self.disk_seen_at <= NOTICE_HOLD_S:
@@ -306,6 +350,9 @@ class KeysScreen:
             lines.append(f'last outcome: {self.last_outcome[1]} ({self.last_outcome[0]})')
         lines.extend(f'> {text}' for text in self.messages)
         lines.extend(self.warning_lines(now))
+        if self.take_factors and not self.take_recording:
+            shown = self.take_factors[:len(TAKE_KEYS)]
+            lines.append(TAKE_HELP.format(keys=f'1-{len(shown)}' if len(shown) > 1 else '1', factors='/'.join(shown)))
         lines.append(HELP)
         return lines
 
