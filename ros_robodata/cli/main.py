@@ -25,6 +25,7 @@ from ros_robodata.cli import (
     launch_cmd,
     merge_cmd,
     profile_cmd,
+    query_cmd,
     record_cmd,
     release_cmd,
     repair_cmd,
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     session_cmd.add_parser(sub)
     session_cmd.add_monitor_parser(sub)
     coverage_cmd.add_parser(sub)
+    query_cmd.add_parser(sub)
     return parser
 
 
