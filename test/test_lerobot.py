@@ -328,7 +328,7 @@ def test_bad_lerobot_input_is_one_clear_line(tmp_path: Path, capsys: pytest.Capt
     (broken / 'meta' / 'info.json').write_text('{"codebase_version": "v3.0", "fps": 30, "features": {}}')
     assert main(['import', str(broken), '--dataset', str(tmp_path / 'd')]) == 1
     assert 'no observation.state feature' in capsys.readouterr().err
-    assert main(['score', str(REACHY)]) == 1
+    assert main(['info', str(REACHY)]) == 1  # score, segment and report read it in place; others ask for an import
     assert 'a LeRobot dataset, not a rosbag2 bag' in capsys.readouterr().err
 
 

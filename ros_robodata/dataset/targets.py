@@ -20,12 +20,13 @@ from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_query import EpisodeQuery, compile_query
 from ros_robodata.dataset.importers.import_common import episode_id_for
+from ros_robodata.dataset.lerobot_ref import LeRobotRef, episode_name
 from ros_robodata.dataset.sources import IMPORT_FIRST, Recording, find_recordings, recording_at
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.profile import Profile, load_profile
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, check_choice
 
-KINDS = ('dataset', 'episode', 'bag', 'bags')
+KINDS = ('dataset', 'episode', 'bag', 'bags', 'lerobot')
 # left out unless asked for: thrown away by the operator, or deleted by `robodata retire` (nothing left to work on)
 HIDDEN = ('discarded', 'retired')
 
@@ -33,10 +34,11 @@ HIDDEN = ('discarded', 'retired')
 @dataclass(frozen=True)
 class Target:
     """A path the user named, and what it is, so every command answers a wrong one in the same words: kind is
-    'dataset', 'episode', 'bag' or 'bags' (a folder of bags); `recordings` holds the bag(s) for the last two.
+    'dataset', 'episode', 'bag', 'bags' (a folder of bags) or 'lerobot' (a LeRobot dataset read in place, for the
+    analyses that can); `recordings` holds the bag(s) for 'bag' and 'bags', the LeRobot folder for 'lerobot'.
 
     Args:
-        kind: 'dataset', 'episode', 'bag' or 'bags'.
+        kind: 'dataset', 'episode', 'bag', 'bags' or 'lerobot'.
         path: the path as the user named it.
         dataset: the opened dataset, for a dataset or one of its episodes.
         episode_id: the episode, for kind 'episode'.
@@ -52,17 +54,20 @@ class Target:
     @property
     def what(self) -> str:
         """What it is in words ('a dataset', 'a folder of bags'), for messages."""
-        return {'dataset': 'a dataset', 'episode': 'an episode', 'bag': 'a bag', 'bags': 'a folder of bags'}[self.kind]
+        return {'dataset': 'a dataset', 'episode': 'an episode', 'bag': 'a bag', 'bags': 'a folder of bags',
+                'lerobot': 'a LeRobot dataset'}[self.kind]
 
 
 @dataclass(frozen=True)
 class Item:
-    """One episode (of a dataset) or one bag (on its own) for a command to work on."""
+    """One episode (of a dataset), one bag (on its own) or one episode of a LeRobot folder read in place (`lerobot`
+    says where; `bag` is then the folder, `episode` what its import would record) for a command to work on."""
 
     name: str
     bag: Path
     episode: Episode | None = None
     dataset: Dataset | None = None
+    lerobot: LeRobotRef | None = None
 
     @property
     def task(self) -> str:
@@ -79,11 +84,13 @@ class Item:
         return self.dataset.episode_dir(self.name) if self.dataset is not None else None
 
 
-def resolve(path_text: str | os.PathLike[str]) -> Target:
+def resolve(path_text: str | os.PathLike[str], *, in_place: bool = False) -> Target:
     """Tell what `path_text` is (a dataset, an episode, a bag or a folder of bags), as every command does.
 
     Args:
         path_text: the path the user named.
+        in_place: a LeRobot dataset is a target of its own ('lerobot': score, segment and report read it in
+            place); otherwise it is to be imported first.
 
     Raises:
         DatasetError: an episode folder outside a dataset or without episode.yaml, or a dataset that cannot be
@@ -116,6 +123,8 @@ def resolve(path_text: str | os.PathLike[str]) -> Target:
                            f'that was stopped): run `robodata repair {dataset_root}` to register it')
     here = recording_at(path)
     if here is not None:
+        if here.kind == 'lerobot' and in_place:
+            return Target('lerobot', path, recordings=(here,))
         if here.kind in IMPORT_FIRST:
             made = 'episodes' if here.kind == 'lerobot' else 'an episode'
             raise RobodataError(f'{path}: {IMPORT_FIRST[here.kind]}, not a rosbag2 bag: run `robodata import {path} '
@@ -142,7 +151,7 @@ def need(target: Target, *kinds: str, hint: str = '') -> Target:
     owner = target.path.resolve().parent
     if target.kind == 'bag' and (owner / 'episode.yaml').is_file() and not hint:
         hint = f'it is the bag of episode {owner.name}: name the episode folder {target.path.parent} instead'
-    elif target.kind in ('bag', 'bags') and 'episode' in kinds and not hint:
+    elif target.kind in ('bag', 'bags', 'lerobot') and 'episode' in kinds and not hint:
         hint = f'run `robodata import {target.path} --dataset D` first'
     raise RobodataError(f'{target.path}: {target.what}, not {wanted}' + (f': {hint}' if hint else ''))
 
@@ -153,6 +162,10 @@ def profile_for(target: Target, profile_path: str | os.PathLike[str] | None) -> 
         return load_profile(profile_path)
     if target.dataset is not None:
         return target.dataset.profile
+    if target.kind == 'lerobot':
+        from ros_robodata.dataset.lerobot_episode_source import lerobot_profile  # start-up time: PyAV, pyarrow
+
+        return lerobot_profile(target.path)
     them = 'it' if target.kind == 'bag' else 'them'
     raise RobodataError(f'{target.path}: {target.what}, not an episode of a dataset: run `robodata import '
                         f'{target.path} --dataset D`, or pass --profile to work on {them} alone')
@@ -207,11 +220,21 @@ class Filters:
         return any(v is not None for v in (self.task, self.outcome, self.status, self.where))
 
 
-def select(target: Target, filters: Filters | None = None, *, need_bag: bool = True) -> list[Item]:
+def select(target: Target, filters: Filters | None = None, *, need_bag: bool = True,
+           profile: Profile | None = None) -> list[Item]:
     """The episodes (or bags) a command works on, in order: the one named, or those of a dataset or folder that
-    pass `filters` (episodes without a bag are left out while `need_bag`). What every command uses, so every
-    command picks the same episodes."""
+    pass `filters` (episodes without a bag are left out while `need_bag`); every episode of a LeRobot folder, read
+    with `profile`. What every command uses, so every command picks the same episodes."""
     filters = filters or Filters()
+    if target.kind == 'lerobot':
+        if filters.by_label or filters.since_ns is not None:
+            raise RobodataError(f'{target.path}: --task, --outcome, --status, --where and --since pick episodes of a '
+                                f'dataset; {target.what} read in place has none (run `robodata import {target.path} '
+                                '--dataset D` to pick among its episodes)')
+        from ros_robodata.dataset.lerobot_episode_source import in_place_episodes  # start-up time: PyAV, pyarrow
+
+        return [Item(episode_name(ref.index), target.path, e, lerobot=ref)
+                for e, ref in in_place_episodes(target.path, profile)]
     if target.kind in ('bag', 'bags'):
         if filters.by_label:
             options = '--task, --outcome, --status and --where' if filters.where is not None else \
@@ -256,6 +279,8 @@ def why_none(target: Target, filters: Filters | None = None, *, need_bag: bool =
     """Why select() picked nothing, in a user's words: the filter that matched no episode, with what the dataset
     holds instead (a task misspelled is the usual cause), or that there is nothing to pick from at all."""
     filters = filters or Filters()
+    if target.kind == 'lerobot':
+        return f'{target.what} whose data files hold no rows'
     if target.kind in ('bag', 'bags'):
         if filters.since_ns is not None:
             return f'no bag starts at or after {_when(filters.since_ns)}'
@@ -321,22 +346,31 @@ class Work:
     items: list[Item]
 
 
-def as_target(target: TargetLike) -> Target:
-    """A Target from a Dataset, a Target, or a path (resolved as the command line resolves it)."""
+def as_target(target: TargetLike, *, in_place: bool = False) -> Target:
+    """A Target from a Dataset, a Target, or a path (resolved as the command line resolves it; `in_place`: a
+    LeRobot folder is read where it lies)."""
     if isinstance(target, Target):
         return target
     if isinstance(target, Dataset):
         return Target('dataset', target.root, target)
-    return resolve(target)
+    return resolve(target, in_place=in_place)
 
 
 def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None = None,
-            filters: Filters | None = None, *, need_bag: bool = True, pick: bool = True) -> Work:
-    """The target resolved, its profile (given, or the dataset's own) and the episodes `filters` pick; with
-    `pick` False no episode is picked (a caller that reads the catalog itself: no episode.yaml is read)."""
-    resolved = as_target(target)
+            filters: Filters | None = None, *, need_bag: bool = True, pick: bool = True, in_place: bool = False
+            ) -> Work:
+    """The target resolved, its profile (given, or the dataset's own; for a LeRobot folder the one `robodata
+    import` would write) and the episodes `filters` pick; with `pick` False no episode is picked (a caller that
+    reads the catalog itself: no episode.yaml is read). `in_place`: a LeRobot folder is a target (score, segment
+    and report read it where it lies), not an error asking for an import."""
+    resolved = as_target(target, in_place=in_place)
     chosen_profile = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
-    return Work(resolved, chosen_profile, select(resolved, filters, need_bag=need_bag) if pick else [])
+    if resolved.kind == 'lerobot':
+        from ros_robodata.dataset.lerobot_episode_source import check_lerobot_profile  # start-up time: PyAV, pyarrow
+
+        check_lerobot_profile(resolved.path, chosen_profile)
+    items = select(resolved, filters, need_bag=need_bag, profile=chosen_profile) if pick else []
+    return Work(resolved, chosen_profile, items)
 
 
 def _starts_since(path: Path, since_ns: int) -> bool:

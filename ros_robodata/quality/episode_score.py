@@ -22,6 +22,7 @@ class EpisodeScore:
     extra: list[Finding] = field(default_factory=list)
     success: SuccessJson | None = None
     consistency: ConsistencyJson | None = None
+    fps: float | None = None  # a LeRobot episode read in place: its findings' stretches also said in frames
 
     @property
     def findings(self) -> list[Finding]:
@@ -41,9 +42,14 @@ class EpisodeScore:
         report = self.report.to_json()
         score, reasons = score_of(self.findings)
         # The report's keys first, in their place (score, reasons and findings replaced there), then the rest.
+        findings = [f.to_json(self.report.start_ns) for f in self.findings]
+        if self.fps:  # frame k of a LeRobot episode is at k / fps from its first frame
+            for finding in findings:
+                if 'ranges_s' in finding:
+                    finding['frames'] = [[round(a * self.fps), round(b * self.fps)] for a, b in finding['ranges_s']]
         return {**report, 'format': 'ros_robodata.quality/1', 'episode_id': self.episode_id, 'task': self.task,
                 'outcome': self.outcome, 'score': score, 'reasons': reasons,
-                'findings': [f.to_json(self.report.start_ns) for f in self.findings],
+                'findings': findings,
                 'success': self.success, 'consistency': self.consistency, 'catalog': catalog_scores(self)}
 
 

@@ -133,6 +133,7 @@ class JointMotion:
         self._seen: list[tuple[float, float]] = []  # each joint's lowest and highest reading in the episode
         self._commands: dict[str, list[tuple[int, float]]] = {}
         self._command_range: dict[str, tuple[float, float]] = {}  # what the command did per joint, all episode
+        self._command_layouts: dict[tuple[str, ...], list[tuple[str, list[tuple[int, float]]]]] = {}
         self._not_stuck = set(not_stuck)  # a gripper joint: an object holds it where its command is not
         self._changed: list[bool] = []
         self._travel: list[float] = []
@@ -294,13 +295,23 @@ class JointMotion:
         """The commanded joints (a leader arm's JointState): a joint that stays put while its command moves is
         stuck; one the operator did not command is merely unused."""
         horizon = stamp_ns - int(2 * self.limits.stuck_after_s * 1e9)
-        for name, value in zip(names, position, strict=False):
-            if not math.isfinite(value):
+        layout = self._command_layouts.get(tuple(names))
+        if layout is None:  # each joint's history list, looked up once a layout rather than once a sample
+            layout = self._command_layouts[tuple(names)] = [(str(n), self._commands.setdefault(str(n), []))
+                                                            for n in names]
+        ranges, finite = self._command_range, math.isfinite
+        for (key, history), value in zip(layout, position, strict=False):  # once a command sample a joint: lean
+            if not finite(value):
                 continue
-            history = self._commands.setdefault(str(name), [])
-            history.append((stamp_ns, float(value)))
-            low, high = self._command_range.get(str(name), (float(value), float(value)))
-            self._command_range[str(name)] = (min(low, float(value)), max(high, float(value)))
+            value = float(value)
+            history.append((stamp_ns, value))
+            span = ranges.get(key)
+            if span is None:
+                ranges[key] = (value, value)
+            elif value < span[0]:  # min(low, value), max(high, value): only the end it passes moves
+                ranges[key] = (value, span[1])
+            elif value > span[1]:
+                ranges[key] = (span[0], value)
             if len(history) > 64 and history[0][0] < horizon:
                 del history[:len(history) // 2]
 

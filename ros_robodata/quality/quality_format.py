@@ -33,6 +33,7 @@ class FindingJson(TypedDict):
     stretches: int
     ranges_ns: list[list[int]]  # [start, end] header stamps
     ranges_s: NotRequired[list[list[float]]]  # the same from the episode's start, when it is known
+    frames: NotRequired[list[list[int]]]  # a LeRobot episode read in place: the same as frame indices (s x fps)
 
 
 class TopicMetrics(TypedDict):

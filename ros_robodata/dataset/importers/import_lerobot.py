@@ -6,6 +6,10 @@ else joint_0...), each camera video as JPEG CompressedImages (or raw Images), al
 times. LeRobot keeps no wall-clock time, so an episode starts at a fixed epoch plus its index in hours, unless it
 came from our own export, whose `source_start_ns` gives back the original stamps. A dataset made by the import gets
 a robot profile written from info.json (topics, rates, cameras); give --profile to add a gripper for the segmenter.
+
+Why one module: the source (what info.json and the episode tables say), the episode's clock and its camera
+messages are one reading of a LeRobot dataset, shared by the import (into bags) and by the analyses that read a
+LeRobot folder in place (dataset/lerobot_episode_source.py), so both see the same messages.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_stats import bag_checksums, fill_stats_from_bag
 from ros_robodata.dataset.importers.import_common import Imported, ImportOptions, episode_id_for, source_record
 from ros_robodata.dataset.lerobot_features import ACTION_NAMES, STATE_NAMES, feature_names, is_vector, vector_feature
+from ros_robodata.dataset.lerobot_rows import Rows, joined, read_rows
 from ros_robodata.dataset.sources import Recording, content_id
 from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
 from ros_robodata.errors import RobodataError
@@ -41,17 +46,22 @@ from ros_robodata.vocabulary import MODES, OUTCOMES
 STATE_TOPIC, ACTION_TOPIC = '/observation/state', '/action'
 EPOCH_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13 UTC: episode k starts k hours after it
 HOUR_NS = 3_600 * 1_000_000_000
+KEEP_VALUES = 20_000_000  # state values of the data files read last kept in memory (160 MB): read once, not twice
 
 
-def read_parquet(path: Path) -> pa.Table:
-    """A parquet file of the dataset; RobodataError naming it when it is not one (a Git LFS pointer, damage)."""
+def read_parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """A parquet file of the dataset (only those of `columns` it has, when given); RobodataError naming it when it
+    is not one (a Git LFS pointer, damage)."""
     try:
         with path.open('rb') as f:
             head = f.read(4)
         if head != b'PAR1':
             pointer = ' (a Git LFS pointer? fetch the real file)' if head == b'vers' else ''
             raise RobodataError(f'{path}: not a parquet file{pointer}')
-        return pq.read_table(path)
+        if columns is None:
+            return pq.read_table(path)
+        have = pq.read_schema(path).names
+        return pq.read_table(path, columns=[c for c in columns if c in have])
     except (OSError, pa.ArrowException) as err:
         raise RobodataError(f'{path}: not readable: {err}') from None
 
@@ -111,6 +121,7 @@ class LeRobotSource:
         self.absent_videos = [k for k in declared if k not in self.video_keys]
         self.tasks = layout.read_tasks(root)
         self.meta = self._episode_meta()
+        self._kept: dict[tuple[Path, ...], Rows] = {}
 
     def names(self, feature: str, size: int) -> list[str]:
         """The feature's per-dimension names as info.json gives them, in any form public datasets use; `joint_N`
@@ -147,33 +158,75 @@ class LeRobotSource:
             raise RobodataError(f'{self.root}: no data/*/*.parquet: not a LeRobot dataset, or its data is missing')
         return files
 
-    def episodes(self) -> Iterator[LeRobotEpisode]:
-        state, action_key = self.state_key, self.action_key or layout.ACTION
-        wanted = ['episode_index', 'frame_index', 'timestamp', state, action_key, 'task_index']
-        by_episode: dict[int, list[dict[str, Any]]] = {}
+    def episode_indices(self) -> list[int]:
+        """The episodes the dataset holds, by index: from its episode table, else from its data files."""
+        if self.meta:
+            return sorted(self.meta)
+        return sorted({int(i) for i in np.unique(self._rows(self._data_files()).episode)})
+
+    def _files_of(self, index: int) -> list[Path]:
+        """The data file(s) that hold episode `index`: the one its episode table or the path template names when
+        it is there, else all of them."""
+        template = str(self.info.get('data_path') or '')
+        meta = self.meta.get(index, {})
+        chunks = int(self.info.get('chunks_size') or layout.CHUNKS_SIZE)
+        try:
+            if self.version == 'v3.0' and 'data/file_index' in meta:
+                path = self.root / (template or layout.DATA_PATH).format(
+                    chunk_index=meta['data/chunk_index'], file_index=meta['data/file_index'])
+            else:
+                path = self.root / template.format(episode_chunk=index // chunks, episode_index=index)
+        except (KeyError, IndexError, ValueError, TypeError):
+            path = None
+        return [path] if path is not None and template and path.is_file() else self._data_files()
+
+    def episode_tasks(self) -> dict[int, str]:
+        """Each episode's task, by index, as episodes() gives it (the task of its first frame recorded). The rows
+        read stay kept (up to KEEP_VALUES), so the episodes read next do not read their files again."""
+        out: dict[int, str] = {}
         for path in self._data_files():
-            table = read_parquet(path)
-            have = [c for c in wanted if c in table.column_names]
-            if missing := [c for c in ('episode_index', 'timestamp', state) if c not in have]:
-                raise RobodataError(f'{path}: no column {", ".join(missing)}')
-            for row in table.select(have).to_pylist():
-                by_episode.setdefault(int(row['episode_index']), []).append(row)
-        for index in sorted(by_episode):
-            # In the order the frames were recorded (frame_index), not by their timestamps: a clock that stepped
-            # back stays a stamp going backwards for the timing checks to say, not a silent reshuffle.
-            rows = sorted(by_episode[index], key=lambda r: (r['frame_index'], r['timestamp']) if
-                          r.get('frame_index') is not None else (0, r['timestamp']))
+            rows = self._rows([path])
+            for index in np.unique(rows.episode).tolist():
+                if index in out:
+                    continue
+                mine = rows.take(np.flatnonzero(rows.episode == index))
+                first = int(mine.recorded_order()[0])
+                text = self.tasks.get(int(mine.task[first])) if mine.task is not None else None
+                if text is None:
+                    tasks = self.meta.get(index, {}).get('tasks') or []
+                    text = str(tasks[0]) if tasks else ''
+                out[int(index)] = text
+        return dict(sorted(out.items()))
+
+    def _rows(self, files: list[Path]) -> Rows:
+        """The rows of `files`, read with pyarrow a file at a time; the files read last are kept (up to KEEP_VALUES
+        state values), so the episodes of one v3.0 file, asked for one by one, read it once."""
+        key = tuple(files)
+        kept = self._kept.get(key)
+        if kept is None:
+            state, action = self.state_key, self.action_key or layout.ACTION
+            kept = self._kept[key] = joined([read_rows(read_parquet(path), path, state, action) for path in files])
+            while len(self._kept) > 1 and sum(r.state.size for r in self._kept.values()) > KEEP_VALUES:
+                del self._kept[next(iter(self._kept))]  # the oldest first
+        return kept
+
+    def episodes(self, only: int | None = None) -> Iterator[LeRobotEpisode]:
+        """Every episode (or only episode `only`), its rows in the order they were recorded."""
+        rows = self._rows(self._data_files() if only is None else self._files_of(only))
+        if only is not None:
+            rows = rows.take(np.flatnonzero(rows.episode == only))
+        by_episode = np.argsort(rows.episode, kind='stable')
+        bounds = np.flatnonzero(np.diff(rows.episode[by_episode])) + 1
+        for part in np.split(by_episode, bounds) if len(by_episode) else []:
+            mine = rows.take(part)
+            mine = mine.take(mine.recorded_order())
+            index = int(mine.episode[0])
             meta = self.meta.get(index, {})
-            task_index = rows[0].get('task_index')
-            task = self.tasks.get(int(task_index)) if task_index is not None else None
+            task = self.tasks.get(int(mine.task[0])) if mine.task is not None else None
             if task is None:
                 tasks = meta.get('tasks') or []
                 task = str(tasks[0]) if tasks else ''
-            action = (np.asarray([r[action_key] for r in rows], dtype=np.float64)
-                      if action_key in rows[0] and rows[0][action_key] is not None else None)
-            yield LeRobotEpisode(index, task, np.asarray([r['timestamp'] for r in rows], dtype=np.float64),
-                                 np.asarray([r[state] for r in rows], dtype=np.float64), action,
-                                 self._videos(index, meta), meta)
+            yield LeRobotEpisode(index, task, mine.timestamp, mine.state, mine.action, self._videos(index, meta), meta)
 
     def _videos(self, index: int, meta: dict[str, Any]) -> dict[str, tuple[Path, float]]:
         out = {}
@@ -214,8 +267,10 @@ class LeRobotSource:
                                  self.root / layout.INFO)
 
 
-def _frames(path: Path, times: np.ndarray, fps: float) -> Iterator[tuple[int, np.ndarray]]:
-    """(row, RGB frame) for each wanted time (s in the file) that a decoded frame lies within half a period of."""
+def _frames(path: Path, times: np.ndarray, fps: float, pixels: bool = True
+            ) -> Iterator[tuple[int, np.ndarray | None]]:
+    """(row, RGB frame) for each wanted time (s in the file) that a decoded frame lies within half a period of;
+    without `pixels`, (row, None) from the packets' times alone, nothing decoded."""
     half = 0.5 / fps
     try:
         container = av.open(str(path))
@@ -227,16 +282,21 @@ def _frames(path: Path, times: np.ndarray, fps: float) -> Iterator[tuple[int, np
             container.seek(int(max(0.0, times[0] - 1.0) / stream.time_base), stream=stream, backward=True)
         k = 0
         try:
-            for frame in container.decode(stream):
-                if frame.pts is None or frame.time_base is None:
-                    continue
-                t = float(frame.pts * Fraction(frame.time_base))
+            if pixels:
+                decoded: Iterator[tuple[Any, float]] = (
+                    (frame, float(frame.pts * Fraction(frame.time_base))) for frame in container.decode(stream)
+                    if frame.pts is not None and frame.time_base is not None)
+            else:  # presentation order: the packets' times sorted
+                base = Fraction(stream.time_base) if stream.time_base is not None else None
+                pts = sorted(p.pts for p in container.demux(stream) if p.pts is not None and p.size)
+                decoded = iter([] if base is None else [(None, float(t * base)) for t in pts])
+            for frame, t in decoded:
                 while k < len(times) and times[k] < t - half:
                     k += 1  # a frame the video lacks: its row gets no image
                 if k >= len(times):
                     return
                 if abs(times[k] - t) <= half:
-                    rgb = frame.to_ndarray(format='rgb24')
+                    rgb = frame.to_ndarray(format='rgb24') if frame is not None else None
                     while k < len(times) and abs(times[k] - t) <= half:
                         yield k, rgb
                         k += 1
@@ -260,11 +320,44 @@ def _arrivals(stamps: np.ndarray, fps: float) -> np.ndarray:
     return out
 
 
+def start_of(episode: LeRobotEpisode) -> int:
+    """When the episode's bag starts (ns): our own export's `source_start_ns`, else the fixed epoch plus its index
+    in hours."""
+    given = episode.extra.get('source_start_ns')
+    return int(given) if isinstance(given, int) else EPOCH_NS + episode.index * HOUR_NS
+
+
+def clock(source: LeRobotSource, episode: LeRobotEpisode, start_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(header stamps, arrival times) in ns of the episode's frames, as its bag holds them."""
+    stamps = start_ns + np.round(episode.timestamps * 1e9).astype(np.int64)
+    return stamps, _arrivals(stamps, source.fps)
+
+
+def camera_messages(source: LeRobotSource, episode: LeRobotEpisode, key: str, stamps: np.ndarray, raw: bool,
+                    jpeg_quality: int, pixels: bool = True) -> Iterator[tuple[int, Any]]:
+    """(stamp, Image or CompressedImage) for each frame of camera `key` the video has, as the bag holds them;
+    without `pixels`, the same messages with their header alone (nothing decoded: for checks of timing only)."""
+    types = typestore().types
+    name = camera_name(key)
+    path, start = episode.videos[key]
+    for row, rgb in _frames(path, start + episode.timestamps, source.fps, pixels):
+        stamp = int(stamps[row])
+        if rgb is None:
+            yield stamp, (types[IMAGE](header=header(stamp, name), height=0, width=0, encoding='rgb8', is_bigendian=0,
+                                       step=0, data=np.zeros(0, np.uint8)) if raw else
+                          types[COMPRESSED_IMAGE](header=header(stamp, name), format='jpeg',
+                                                  data=np.zeros(0, np.uint8)))
+        elif raw:
+            yield stamp, types[IMAGE](header=header(stamp, name), **encode_image(rgb, 'rgb8'))
+        else:
+            yield stamp, types[COMPRESSED_IMAGE](header=header(stamp, name),
+                                                 **encode_compressed(rgb, 'jpeg', jpeg_quality))
+
+
 def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_ns: int, options: ImportOptions,
                raw: bool, profile: Profile | None) -> tuple[int, dict[str, int]]:
     types = typestore().types
-    stamps = start_ns + np.round(episode.timestamps * 1e9).astype(np.int64)
-    received = _arrivals(stamps, source.fps)
+    stamps, received = clock(source, episode, start_ns)
     state_names = source.names(source.state_key, episode.state.shape[1])
     action_names = (source.names(source.action_key or layout.ACTION, episode.action.shape[1])
                     if episode.action is not None else [])
@@ -284,21 +377,13 @@ def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_
                     header=header(int(stamp)), name=action_names, position=episode.action[i], velocity=empty,
                     effort=empty))
         for key in source.video_keys:
-            name = camera_name(key)
-            topic = camera_topic(name, raw)
+            topic = camera_topic(camera_name(key), raw)
             if key not in episode.videos:
                 missing[key] = len(stamps)
                 continue
-            path, start = episode.videos[key]
             writer.add_topic(topic, IMAGE if raw else COMPRESSED_IMAGE)
             written = 0
-            for row, rgb in _frames(path, start + episode.timestamps, source.fps):
-                stamp = int(stamps[row])
-                if raw:
-                    msg = types[IMAGE](header=header(stamp, name), **encode_image(rgb, 'rgb8'))
-                else:
-                    msg = types[COMPRESSED_IMAGE](header=header(stamp, name),
-                                                  **encode_compressed(rgb, 'jpeg', options.jpeg_quality))
+            for stamp, msg in camera_messages(source, episode, key, stamps, raw, options.jpeg_quality):
                 writer.write_message(topic, stamp, msg)
                 written += 1
             if written < len(stamps):
@@ -338,7 +423,7 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
         profile = own
         result.notes.append(f'robot profile written from {layout.INFO} (no gripper: give --profile for the segmenter)')
     else:
-        _check_profile(profile, own, recording.path)
+        check_profile(profile, own, recording.path)
     result.notes += [f'{key}: in {layout.INFO}, but no video file here: left out' for key in source.absent_videos]
     result.notes += source.renamed
     cid = content_id(recording.files)
@@ -350,8 +435,7 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
             result.existing.append(done[episode.index])
             continue
         extra = episode.extra
-        start_ns = int(extra['source_start_ns']) if isinstance(extra.get('source_start_ns'), int) else \
-            EPOCH_NS + episode.index * HOUR_NS
+        start_ns = start_of(episode)
         episode_id = dataset.reserve_episode_id(f'{base}-{episode.index:06d}')
         with staging_folder(dataset, episode_id) as staging:
             frames, missing = _write_bag(staging / 'bag', source, episode, start_ns, options, raw_images, profile)
@@ -378,7 +462,7 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
     return result
 
 
-def _check_profile(profile: Profile, own: Profile, where: Path) -> None:
+def check_profile(profile: Profile, own: Profile, where: Path) -> None:
     """The dataset's profile must read the topics the import writes, with the same types."""
     mine = {spec.topic: spec.type for _, spec in own.all_topics()}
     theirs = {spec.topic: spec.type for _, spec in profile.all_topics()}
