@@ -1,9 +1,11 @@
 #!/bin/sh
-# System libraries the Python wheels need but do not ship. open3d-cpu (PCD export) links libusb-1.0.
+# System packages the Python wheels need but do not ship: open3d-cpu (PCD export) links libusb-1.0; the report's
+# browser test opens the page in Debian's headless Chromium (/usr/bin/chromium).
 # Installs them with apt when missing and we may (root, or passwordless sudo); otherwise says what to run.
 set -e
 missing=""
 ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing="$missing libusb-1.0-0"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ]; then
   apt_get="apt-get"

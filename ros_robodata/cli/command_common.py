@@ -8,15 +8,16 @@ import sys
 import time
 from typing import Any
 
+from ros_robodata.cluster import Executor
 from ros_robodata.console import human_bytes, progress, stderr, stdout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, Item, Target, need, profile_for, resolve, select
+from ros_robodata.errors import RobodataError
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, parse_since
 
 __all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'Filters', 'Item', 'Target', 'add_analysis_arguments',
-           'add_filters', 'add_json', 'add_target', 'dataset_at', 'filters_from', 'human_bytes', 'need', 'print_json',
-           'profile_for',
-           'progress', 'resolve', 'select', 'stderr', 'stdout']
+           'add_filters', 'add_json', 'add_ray', 'add_target', 'dataset_at', 'executor_from', 'filters_from',
+           'human_bytes', 'need', 'print_json', 'profile_for', 'progress', 'resolve', 'select', 'stderr', 'stdout']
 
 # Exit status of every command: 0 done; 1 bad input or an error (nothing, or nothing more, was done); 2 the
 # command line itself is wrong (argparse); 3 finished, but some episodes or sources failed (each said on stderr).
@@ -54,6 +55,25 @@ def add_analysis_arguments(p: argparse.ArgumentParser, what: str = TARGETS) -> N
     p.add_argument('--profile', help="robot profile YAML (default: the dataset's own; required for bags)")
     add_filters(p)
     add_json(p)
+
+
+def add_ray(p: argparse.ArgumentParser, what: str = 'episode') -> None:
+    """--ray: the per-episode work as tasks on a Ray cluster (docs/ray.md)."""
+    p.add_argument('--ray', nargs='?', const='auto', metavar='ADDRESS',
+                   help=f'run one task per {what} on a Ray cluster: its address (host:port, ray://host:10001), '
+                        '"auto" (the default: RAY_ADDRESS or the cluster this machine joined) or "local" (a cluster '
+                        'of this machine for this run, --workers CPUs); results are written here, as a local run '
+                        "writes them. Needs pip install 'ros_robodata[ray]'")
+    p.add_argument('--ray-memory', type=int, default=512, metavar='MIB',
+                   help=f'memory each {what} task declares to the Ray scheduler, in MiB (default 512)')
+
+
+def executor_from(args: argparse.Namespace, workers: int = 1) -> Executor:
+    """Where the per-episode jobs run: --ray, else `workers` local processes."""
+    memory = getattr(args, 'ray_memory', 512)
+    if memory < 1:
+        raise RobodataError('--ray-memory must be at least 1 (MiB)')
+    return Executor(workers=workers, ray=getattr(args, 'ray', None), ray_memory_mb=memory)
 
 
 def add_json(p: argparse.ArgumentParser) -> None:

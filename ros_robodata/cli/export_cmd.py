@@ -13,6 +13,8 @@ from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,
+    add_ray,
+    executor_from,
     filters_from,
     print_json,
     progress,
@@ -21,6 +23,7 @@ from ros_robodata.cli.command_common import (
 )
 from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.cli.ros import node_arguments, require_ros
+from ros_robodata.cluster import ClusterStats
 from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.export_plan import ExportOptions, plan_export
@@ -64,6 +67,7 @@ def add_parser(sub: Any) -> None:
                    help=f'JPEG quality 1..100 (default {ExportOptions.jpeg_quality}); changing it redoes the episodes')
     f.add_argument('--tolerance', default='50ms', help='largest stamp offset for a pairing (default 50ms)')
     f.add_argument('--workers', type=int, default=1, help='episodes exported in parallel (default 1)')
+    add_ray(f)
     f.add_argument('--tasks', default=','.join(TOOLS),
                    help=f'task files for labeling tools: any of {",".join(TOOLS)}, or none (default: all)')
     f.add_argument('--taxonomy', help='class taxonomy YAML for the task files (default: config/taxonomy.yaml)')
@@ -141,9 +145,11 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.json else (lambda text: stdout.print(text, markup=False))
     if profile.topics.joint_states is None:
         say('no joint_states in the profile: frames carry no joint state')
-    workers = min(args.workers, os.cpu_count() or 1)
+    workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
+    stats = ClusterStats()
     result = export_work(work, args.out, options, filters=filters, workers=workers, force=args.force,
-                         progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json))
+                         progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json),
+                         executor=executor_from(args, workers), stats=stats)
     for episode_id, notes in result.notes.items():  # a damaged bag's frames are missing: said, as score says it
         for note in notes:
             stderr.print(f'robodata export: {episode_id}: note: {note}', markup=False)
@@ -183,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
                     'frames': len(manifest['frames']), 'files': result.files, 'unmatched_frames': len(unmatched),
                     'missing_sensors': result.missing, 'notes': result.notes,
                     'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()},
-                    'kept': kept, 'pii_cameras': list(plan.pii), 'faces_blurred': blurred})
+                    'kept': kept, 'pii_cameras': list(plan.pii), 'faces_blurred': blurred,
+                    **({'cluster': stats.to_json()} if args.ray else {})})
     for episode_id, reason in result.failed.items():
         stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
     return EXIT_PARTIAL if result.failed else EXIT_OK

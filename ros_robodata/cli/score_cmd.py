@@ -12,12 +12,15 @@ from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,
+    add_ray,
+    executor_from,
     filters_from,
     print_json,
     progress,
     stderr,
     stdout,
 )
+from ros_robodata.cluster import ClusterStats
 from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.quality.episode_score import EpisodeScore, catalog_scores
@@ -32,32 +35,37 @@ def add_parser(sub: Any) -> None:
                     'checks; compare demonstrations of a task by DTW; evaluate the success criteria against the '
                     f'operator\'s label. Writes {QUALITY_FILE} into each episode, the scores into the catalog and '
                     f'{SUMMARY_FILE} into the dataset. Bags on their own (a bag or a folder of bags, with --profile) '
-                    'are checked, compared with each other and printed; nothing is written.')
+                    'are checked, compared with each other and printed; nothing is written. A LeRobot dataset '
+                    '(v2.1/v3.0 folder) is read in place as its import would read it (its profile derived as the '
+                    'import derives it, unless --profile); findings name its episode indices; nothing is written.')
     add_analysis_arguments(p)
     p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
     p.add_argument('--no-images', action='store_true',
                    help='skip the camera checks (they decode every frame of every camera)')
+    add_ray(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise RobodataError('--workers must be at least 1')
-    workers = min(args.workers, os.cpu_count() or 1)
+    workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
     filters = filters_from(args)
-    work = prepare(args.target, args.profile, filters)
+    work = prepare(args.target, args.profile, filters, in_place=True)  # a LeRobot folder is read where it lies
     target = work.target
     for line in skipped_checks(work.profile):  # said before the work starts; the run keeps the same lines
         stderr.print(f'robodata score: {line}', markup=False)
+    stats = ClusterStats()
     run = score_work(work, workers=workers, images=not args.no_images, filters=filters,
-                     progress=lambda jobs: progress(jobs, 'scoring', quiet=args.json))
+                     progress=lambda jobs: progress(jobs, 'scoring', quiet=args.json),
+                     executor=executor_from(args, workers), stats=stats)
     if target.kind in ('episode', 'bag') and run.failed:
         raise RobodataError(next(iter(run.failed.values())))
     if args.json and target.kind == 'bag':
         print_json(next(iter(run.scores.values())).to_json())
     elif args.json:
         print_json({'episodes': {i: s.to_json() for i, s in run.scores.items()}, 'failed': run.failed,
-                    'summary': run.summary})
+                    'summary': run.summary, **({'cluster': stats.to_json()} if args.ray else {})})
     elif target.kind in ('episode', 'bag'):
         name, scored = next(iter(run.scores.items()))
         _show_findings(name if target.kind == 'episode' else str(target.path), scored)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from typing import Any
 
@@ -12,12 +13,15 @@ from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
     add_analysis_arguments,
+    add_ray,
+    executor_from,
     filters_from,
     print_json,
     progress,
     stderr,
     stdout,
 )
+from ros_robodata.cluster import ClusterStats
 from ros_robodata.dataset.targets import prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
@@ -30,23 +34,31 @@ def add_parser(sub: Any) -> None:
         'segment', help='find grasp/contact/release events in a dataset, an episode, a bag or a folder of bags',
         description='Find grasp_start, contact, grasp, lift, release, contact_lost and grasp_failed events from '
                     f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode; '
-                    'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written.')
+                    'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written; '
+                    'so is a LeRobot dataset folder, read in place (give --profile naming its gripper).')
     add_analysis_arguments(p)
     p.add_argument('--no-wrench', action='store_true', help='ignore the wrench topic (gripper only)')
     p.add_argument('--no-gripper', action='store_true', help='ignore the gripper topic (wrench only)')
+    p.add_argument('--workers', type=int, default=1, help='episodes segmented in parallel (default 1)')
+    add_ray(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.no_gripper and args.no_wrench:
         raise RobodataError('--no-gripper and --no-wrench together leave nothing to segment from')
+    if args.workers < 1:
+        raise RobodataError('--workers must be at least 1')
+    workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
+    stats = ClusterStats()
     filters = filters_from(args)
-    work = prepare(args.target, args.profile, filters)
+    work = prepare(args.target, args.profile, filters, in_place=True)  # a LeRobot folder is read where it lies
     target = work.target
     if not work.items:
         raise RobodataError(f'{target.path}: nothing to segment: {why_none(target, filters)}')
     run = segment_items(work.items, work.profile, use_gripper=not args.no_gripper, use_wrench=not args.no_wrench,
-                        progress=lambda it: progress(it, 'segmenting', total=len(work.items), quiet=args.json))
+                        progress=lambda it: progress(it, 'segmenting', total=len(work.items), quiet=args.json),
+                        executor=executor_from(args, workers), stats=stats)
     if run.nothing_to_do:
         if args.json:
             print_json({'episodes': {}, 'failed': {}, 'nothing_to_do': run.nothing_to_do})
@@ -60,11 +72,12 @@ def run(args: argparse.Namespace) -> int:
         _show(args, name, next(iter(run.results.values())))
         return EXIT_OK
     if args.json:
-        print_json({'episodes': {k: v.to_json() for k, v in run.results.items()}, 'failed': run.failed})
+        print_json({'episodes': {k: v.to_json() for k, v in run.results.items()}, 'failed': run.failed,
+                    **({'cluster': stats.to_json()} if args.ray else {})})
     else:
         written = f' ({EVENTS_FILE} written)' if target.kind == 'dataset' else ' (nothing written)'
         name = target.dataset.name if target.dataset is not None else str(target.path)
-        table = Table('episode' if target.kind == 'dataset' else 'bag', *EVENT_KINDS,
+        table = Table('bag' if target.kind in ('bag', 'bags') else 'episode', *EVENT_KINDS,
                       title=f'{name}: events per episode{written}')
         for episode_id, result in run.results.items():
             counts = Counter(e.kind for e in result.events)

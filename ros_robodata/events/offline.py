@@ -4,7 +4,7 @@ dataset gets its events.json, a bag on its own is only read."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from ros_robodata import untrusted
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.time_origin import time_origin
+from ros_robodata.cluster import ClusterStats, Executor, JobFailure, content_key, files_fingerprint, map_jobs
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.lerobot_ref import LeRobotRef
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.calibration import Priors, needs_prior, pool_priors, read_prior
@@ -42,7 +44,8 @@ class EventsDoc(SegmentResultJson):
 
 
 def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
-                since_ns: int | None = None, priors: Priors | None = None) -> SegmentResult:
+                since_ns: int | None = None, priors: Priors | None = None, lerobot: LeRobotRef | None = None
+                ) -> SegmentResult:
     """Every event in one bag; times count from the episode's time origin (bag/time_origin.py). `since_ns`:
     samples stamped earlier are not read (a recorded episode's, see episode_input_start). `priors`: where earlier
     episodes found the gripper's strokes (None: the profile's values until the bag's own rests say more). A gripper
@@ -52,7 +55,9 @@ def segment_bag(path: str | Path, profile: Profile, *, use_gripper: bool = True,
     segmenter = Segmenter(profile, use_gripper=use_gripper, use_wrench=use_wrench, since_ns=since_ns, priors=priors)
     if not segmenter.topics:
         raise BagError(f'{profile.source}: the profile names no gripper or wrench topic: nothing to segment from')
-    with BagReader(path) as reader:
+    if lerobot is not None:  # imported here for start-up time: reading a LeRobot folder brings PyAV and pyarrow
+        from ros_robodata.dataset.lerobot_episode_source import open_episode
+    with BagReader(path) if lerobot is None else open_episode(lerobot, images=False) as reader:
         _check_topics(path, segmenter, reader)
         for message in reader.messages(list(segmenter.topics)):
             segmenter.add_cdr(message.topic, message.data, partial(reader.decode, message), message.t_ns)
@@ -126,7 +131,7 @@ def write_events(path: Path, result: SegmentResult, extra: EventsExtra | None = 
 
 
 def segment_episode(dataset: Dataset, episode_id: str, profile: Profile, *, priors: Priors | None = None,
-                    write: bool = True, **options: bool) -> SegmentResult:
+                    write: bool = True, **options: Any) -> SegmentResult:
     """A recorded episode's events, from the samples the live segmenter read of it; its events.json written
     (unless `write` is false)."""
     episode = dataset.episode(episode_id)
@@ -153,9 +158,55 @@ class SegmentRun:
     repeated: list[str] = field(default_factory=list)  # segmented again from the pooled strokes
 
 
+@dataclass(frozen=True)
+class SegmentJob:
+    """One episode or bag for a segmenting worker (pickled to a process or a Ray task): what to read, from when,
+    with which strokes; everything a dataset knows is resolved here, so the worker needs no dataset."""
+
+    name: str
+    bag: Path
+    profile: Profile
+    use_gripper: bool
+    use_wrench: bool
+    since_ns: int | None = None
+    priors: Priors | None = None
+    live: bool = False  # the priors are the live segmenter's own: the same events, to the nanosecond
+    lerobot: LeRobotRef | None = None
+
+    @classmethod
+    def of(cls, item: Item, profile: Profile, priors: Priors | None, *, use_gripper: bool, use_wrench: bool
+           ) -> SegmentJob:
+        episode, folder = item.episode, item.folder
+        if episode is None or folder is None or episode.source:  # a bag, or imported: no live counterpart
+            return cls(item.name, item.bag, profile, use_gripper, use_wrench, priors=priors, lerobot=item.lerobot)
+        live, recorded = read_prior(folder)
+        return cls(item.name, item.bag, profile, use_gripper, use_wrench, episode_input_start(episode.start_ns),
+                   recorded if live else priors, live)
+
+    def content_key(self) -> str | None:
+        """What the result depends on: this job and the bag's files (see cluster/result_cache.py)."""
+        bag = Path(self.bag)
+        fingerprint = files_fingerprint([p for p in bag.rglob('*') if p.is_file()] if bag.is_dir() else [bag])
+        return None if fingerprint is None else content_key('segment', self, fingerprint)
+
+
+def _segment_one(job: SegmentJob) -> SegmentResult | str:
+    """Worker: one episode's or bag's events, or why it cannot be segmented (one line). Writes nothing."""
+    try:
+        result = segment_bag(job.bag, job.profile, use_gripper=job.use_gripper, use_wrench=job.use_wrench,
+                             since_ns=job.since_ns, priors=job.priors, lerobot=job.lerobot)
+    except RobodataError as err:
+        return ' '.join(str(err).split())
+    if job.live and result.calibration:
+        result.calibration['prior_from'] = 'live'
+    return result
+
+
 def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = True, use_wrench: bool = True,
-                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> SegmentRun:
-    """Segment each episode (writing its events.json) or bag (in memory); a failure is kept, not raised."""
+                  progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, executor: Executor | None = None,
+                  stats: ClusterStats | None = None) -> SegmentRun:
+    """Segment each episode (writing its events.json, from this process only) or bag (in memory), in this process,
+    local processes or on a Ray cluster (`executor`); a failure is kept, not raised."""
     run = SegmentRun()
     if profile.topics.gripper is None and profile.topics.wrench is None:
         run.nothing_to_do = (f'the profile ({profile.source}) names no gripper or wrench topic (a rig without a '
@@ -163,32 +214,43 @@ def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = Tr
         return run
     if not use_gripper and not use_wrench:
         raise RobodataError('segmenting needs the gripper or the wrench: both were left out')
-    def one(item: Item, priors: Priors | None) -> SegmentResult:
-        if item.dataset is not None:
-            return segment_episode(item.dataset, item.name, profile, priors=priors, write=False,
-                                   use_gripper=use_gripper, use_wrench=use_wrench)
-        return segment_bag(item.bag, profile, use_gripper=use_gripper, use_wrench=use_wrench, priors=priors)
+    executor = executor or Executor()
+    cache = executor.result_cache()
+    stats = stats if stats is not None else ClusterStats()
+
+    def segmented(chosen: list[Item], priors: Priors | None, show: bool) -> dict[str, SegmentResult | JobFailure | str]:
+        jobs = [SegmentJob.of(item, profile, priors, use_gripper=use_gripper, use_wrench=use_wrench)
+                for item in chosen]
+        if executor.ray is not None:  # a Ray worker's working directory is not ours
+            jobs = [replace(job, bag=Path(job.bag).absolute(),
+                            lerobot=replace(job.lerobot, root=job.lerobot.root.absolute()) if job.lerobot else None)
+                    for job in jobs]
+        ran = map_jobs(_segment_one, jobs, executor, progress=progress if show else None, stats=stats, cache=cache,
+                       key=SegmentJob.content_key)
+        return {job.name: result for job, result in zip(jobs, ran, strict=True)}
 
     by_name = {item.name: item for item in items}
-    for item in progress(items) if progress else items:
-        try:
-            run.results[item.name] = one(item, None)
-        except RobodataError as err:
-            run.failed[item.name] = ' '.join(str(err).split())
+    for name, result in segmented(items, None, True).items():
+        if isinstance(result, SegmentResult):
+            run.results[name] = result
+        else:
+            run.failed[name] = result.reason if isinstance(result, JobFailure) else result
     # Pooled over what was segmented: where the gripper rests open and closes on nothing, for the episodes that
     # judged a stroke before their own rests said it, or never saw what others did.
     run.priors = pool_priors((r.calibration for r in run.results.values()), DATASET) if len(run.results) > 1 else None
-    for name, result in list(run.results.items()):
-        if run.priors is not None and needs_prior(result.calibration, run.priors):
-            try:
-                run.results[name] = one(by_name[name], run.priors)
-                run.repeated.append(name)
-            except RobodataError as err:  # read once already: a bag that changed under us
-                run.failed[name] = ' '.join(str(err).split())
-                del run.results[name]
+    again = [by_name[name] for name, result in run.results.items()
+             if run.priors is not None and needs_prior(result.calibration, run.priors)]
+    for name, result in segmented(again, run.priors, False).items() if again else ():
+        if isinstance(result, SegmentResult):
+            run.results[name] = result
+            run.repeated.append(name)
+        else:  # read once already: a bag that changed under us
+            run.failed[name] = result.reason if isinstance(result, JobFailure) else result
+            del run.results[name]
+    for name, result in run.results.items():
         item = by_name[name]
-        if item.dataset is not None and name in run.results:
-            write_events(item.dataset.episode_dir(name) / EVENTS_FILE, run.results[name], {'episode_id': name})
+        if item.dataset is not None:
+            write_events(item.dataset.episode_dir(name) / EVENTS_FILE, result, {'episode_id': name})
     return run
 
 
@@ -197,5 +259,5 @@ def segment(target: TargetLike, *, profile: Profile | str | None = None, filters
             progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> SegmentRun:
     """Grasp/contact/release events of a dataset's episodes (events.json written into each), one episode, a bag
     or a folder of bags (read, nothing written). `profile`: the dataset's own unless given (required for bags)."""
-    work = prepare(target, profile, filters)
+    work = prepare(target, profile, filters, in_place=True)
     return segment_items(work.items, work.profile, use_gripper=use_gripper, use_wrench=use_wrench, progress=progress)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import cv2
 
+from ros_robodata.cluster import ClusterStats, Executor, JobFailure, map_jobs
 from ros_robodata.dataset.copies import COPIES_FILE, record_copy
 from ros_robodata.dataset.episode import check_episode_id
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
@@ -112,8 +112,10 @@ def _export_job(job: ExportJob) -> tuple[str, dict[str, Any] | str, bool]:
 
 def export_items(items: list[Item], profile: Profile, out_dir: str | Path, options: ExportOptions, *,
                  name: str = '', workers: int = 1,
-                 progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ExportResult:
-    """Export episodes or bags on their own (in `workers` processes), then merge every current frames.json into
+                 progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, executor: Executor | None = None,
+                 stats: ClusterStats | None = None) -> ExportResult:
+    """Export episodes or bags on their own (in `workers` processes, or as tasks of a Ray cluster that sees the
+    same folders: `executor`), then merge every current frames.json into
     manifest.json. An episode's events (events.json) mark its frames; a bag on its own has none."""
     out = Path(out_dir)
     plan = replace(plan_export(profile, options), dataset=name)
@@ -122,12 +124,13 @@ def export_items(items: list[Item], profile: Profile, out_dir: str | Path, optio
     prepare_export_dir(out, force=True)  # the caller chose the folder; here only made, and checked not to be data
     by_name = {item.name: item for item in items}
     jobs = [ExportJob.of(item, out, plan) for item in items]
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            results: Iterable[Any] = pool.map(_export_job, jobs)
-            collected = list(progress(results) if progress else results)
-    else:
-        collected = [_export_job(job) for job in (progress(jobs) if progress else jobs)]
+    executor = executor or Executor(workers=workers)
+    if executor.ray is not None:  # a Ray worker's working directory is not ours; the folders must be shared
+        jobs = [replace(job, bag=job.bag.absolute(), out_dir=job.out_dir.absolute(),
+                        events_path=job.events_path.absolute() if job.events_path else None) for job in jobs]
+    ran = map_jobs(_export_job, jobs, executor, progress=progress, stats=stats)
+    collected = [(job.episode_id, r.reason, False) if isinstance(r, JobFailure) else r
+                 for job, r in zip(jobs, ran, strict=True)]
     result = ExportResult(out, {})
     docs: dict[str, dict[str, Any]] = {}
     for episode_id, doc, skipped in collected:
@@ -169,6 +172,8 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
         workers: processes that export in parallel.
         progress: wraps the jobs to show progress.
         force: write into a folder that holds other files.
+        executor: where the episodes are exported (a Ray cluster); `workers` local processes when None.
+        stats: filled with episodes and seconds per node.
 
     Raises:
         RobodataError: the target, profile, options or folder cannot be used, or nothing was picked.
@@ -181,8 +186,8 @@ def export_frames(target: TargetLike, out_dir: str | Path, options: ExportOption
 
 def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None = None, *,
                 filters: Filters | None = None, workers: int = 1,
-                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, force: bool = False
-                ) -> ExportResult:
+                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, force: bool = False,
+                executor: Executor | None = None, stats: ClusterStats | None = None) -> ExportResult:
     """Export what `prepare()` resolved. Options and `out_dir` are checked before anything is written: never
     inside a dataset or a bag, never over a manifest.json robodata did not write, and a folder holding other
     files needs `force` (outputs.prepare_export_dir). A pii camera exported with permission (options.allow_pii,
@@ -196,6 +201,8 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
         workers: processes that export in parallel.
         progress: wraps the jobs to show progress.
         force: write into a folder that holds other files.
+        executor: where the episodes are exported (a Ray cluster); `workers` local processes when None.
+        stats: filled with episodes and seconds per node.
 
     Raises:
         RobodataError: the options or folder cannot be used, or nothing was picked.
@@ -216,7 +223,7 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
                       allow_pii=options.allow_pii, blur_faces=options.blur_faces,
                       episodes=[item.name for item in work.items])
         result = export_items(work.items, work.profile, out_dir, options, name=name, workers=workers,
-                              progress=progress)
+                              progress=progress, executor=executor, stats=stats)
     except BaseException:
         if created:  # a folder this run made holds nothing worth keeping when it stopped half-way
             shutil.rmtree(out_dir, ignore_errors=True)

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,9 @@ import numpy as np
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.time_origin import time_origin
+from ros_robodata.cluster import ClusterStats, Executor, JobFailure, content_key, files_fingerprint, map_jobs
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.lerobot_ref import LeRobotRef
 from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.calibration import Priors, read_prior
@@ -62,16 +63,18 @@ class BagScore:
 
 def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None, images: bool = True,
               image_rate_hz: float = 0.0, segment: bool = False, segment_since_ns: int | None = None,
-              priors: Priors | None = None, batch: bool = True) -> BagScore:
+              priors: Priors | None = None, batch: bool = True, lerobot: LeRobotRef | None = None) -> BagScore:
     """Stream one bag through every check (one pass, a few thousand messages held at most); with `segment`, the
     segmenter reads the same pass (from `segment_since_ns` and `priors`, as `robodata segment` does), so an
     unsegmented episode is not read twice. `batch`: the checks run on arrays of a chunk of messages
     (quality/batch_pass.py); False feeds them one message at a time, as a live monitor does (the same findings,
-    slower)."""
+    slower). `lerobot`: an episode of a LeRobot folder, read in place as the bag its import would make."""
     checks = EpisodeQuality(profile, images=images, image_rate_hz=image_rate_hz)
     segmenter = Segmenter(profile, since_ns=segment_since_ns, priors=priors) \
         if segment and (profile.topics.gripper or profile.topics.wrench) else None
-    with BagReader(path) as reader:
+    if lerobot is not None:  # imported here for start-up time: reading a LeRobot folder brings PyAV and pyarrow
+        from ros_robodata.dataset.lerobot_episode_source import open_episode
+    with BagReader(path) if lerobot is None else open_episode(lerobot, images) as reader:
         feeder = BatchQuality(checks, reader.decode) if batch else None
         for message in reader.messages():
             if feeder is not None:
@@ -110,33 +113,40 @@ class ScoreJob:
     profile: Profile
     images: bool
     since_ns: int | None  # a live-recorded episode's input start: the segmenter reads from there, as live
+    lerobot: LeRobotRef | None = None  # an episode of a LeRobot folder read in place (no bag)
 
     @classmethod
     def of(cls, item: Item, profile: Profile, images: bool) -> ScoreJob:
         episode = item.episode  # recorded live (no import source): the segmenter reads from its input start
         since = episode_input_start(episode.start_ns) if episode is not None and not episode.source else None
-        return cls(item.name, item.bag, item.folder, item.outcome, profile, images, since)
+        return cls(item.name, item.bag, item.folder, item.outcome, profile, images, since, item.lerobot)
+
+    def content_key(self) -> str | None:
+        """What the result depends on: this job (profile and options included) and the files it reads (the
+        episode's folder but its quality.json, or the bag's files); None when one cannot be read."""
+        if self.folder is not None:
+            files = [p for p in self.folder.rglob('*') if p.is_file() and p.name != QUALITY_FILE]
+        else:
+            files = [p for p in Path(self.bag).rglob('*') if p.is_file()] if Path(self.bag).is_dir() else [self.bag]
+        fingerprint = files_fingerprint(files)
+        return None if fingerprint is None else content_key('score', self, fingerprint)
 
 
 def _score_one(job: ScoreJob) -> tuple[str, BagScore | str, list[EventJson] | None]:
     """Worker: score one bag and make sure it has events. An episode without events.json is segmented in the same
-    pass (and gets its events.json); a bag on its own (no folder) is segmented in memory. An events.json that
-    cannot be read is said in the bag's notes (with its path), and the success criteria are not judged."""
+    pass (its events.json is written by the caller, the one process that writes); a bag on its own (no folder) is
+    segmented in memory. An events.json that cannot be read is said in the bag's notes (with its path), and the
+    success criteria are not judged. Writes nothing: it may run on another machine."""
     events_path = job.folder / EVENTS_FILE if job.folder is not None else None
     has_events = events_path is not None and events_path.is_file()
     try:
         live, priors = read_prior(job.folder) if job.folder is not None and job.since_ns is not None else (False, None)
         scored = score_bag(job.bag, job.profile, outcome=job.outcome, images=job.images, segment=not has_events,
-                           segment_since_ns=job.since_ns, priors=priors if live else None)
+                           segment_since_ns=job.since_ns, priors=priors if live else None, lerobot=job.lerobot)
     except RobodataError as err:
         return job.name, ' '.join(str(err).split()), None
     events = None
     if scored.segments is not None:
-        if events_path is not None:
-            try:
-                write_events(events_path, scored.segments, {'episode_id': job.name})
-            except OSError as err:
-                scored.notes.append(f'{events_path}: cannot write: {err.strerror or err}')
         events = [e.to_json(scored.segments.start_ns) for e in scored.segments.events]
     elif events_path is not None and has_events:
         try:
@@ -171,11 +181,26 @@ class ScoreRun:
     notes: dict[str, list[str]] = field(default_factory=dict)  # per name: how its bag was read, sidecars unread
 
 
+def _write_events(job: ScoreJob, scored: BagScore) -> bool:
+    """The events an unsegmented episode was segmented into while scored, into its events.json; a failed write is
+    said in its notes."""
+    assert job.folder is not None and scored.segments is not None
+    path = job.folder / EVENTS_FILE
+    try:
+        write_events(path, scored.segments, {'episode_id': job.name})
+    except OSError as err:
+        scored.notes.append(f'{path}: cannot write: {err.strerror or err}')
+        return False
+    return True
+
+
 def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images: bool = True,
-                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ScoreRun:
-    """Score episodes or bags (in `workers` processes), then compare them with each other: consistency across
-    demonstrations of a task, smoothness against its peers, success criteria against the operator's label.
-    Nothing is written except the events.json of an episode that had none; see score_episodes."""
+                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, executor: Executor | None = None,
+                stats: ClusterStats | None = None) -> ScoreRun:
+    """Score episodes or bags (in `workers` processes, or where `executor` says: a Ray cluster), then compare them
+    with each other: consistency across demonstrations of a task, smoothness against its peers, success criteria
+    against the operator's label. Nothing is written except the events.json of an episode that had none; see
+    score_episodes."""
     skipped = skipped_checks(profile)
     jobs = [ScoreJob.of(item, profile, images) for item in items]
     by_name = {item.name: item for item in items}
@@ -184,19 +209,28 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     notes: dict[str, list[str]] = {}
     events: dict[str, list[EventJson] | None] = {}
     openings: dict[str, float | None] = {}
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results: Iterable[Any] = pool.map(_score_one, jobs)
-            results = progress(results) if progress else results
-            collected = list(results)
-    else:
-        collected = [_score_one(job) for job in (progress(jobs) if progress else jobs)]
-    for name, scored, item_events in collected:
+    executor = executor or Executor(workers=workers)
+    cache = executor.result_cache()
+    if executor.ray is not None:  # a Ray worker's working directory is not ours
+        jobs = [replace(job, bag=job.bag.absolute(), folder=job.folder.absolute() if job.folder else None,
+                        lerobot=replace(job.lerobot, root=job.lerobot.root.absolute()) if job.lerobot else None)
+                for job in jobs]
+    ran = map_jobs(_score_one, jobs, executor, progress=progress, stats=stats, cache=cache,
+                   key=ScoreJob.content_key)
+    collected = [(job.name, r.reason, None) if isinstance(r, JobFailure) else r
+                 for job, r in zip(jobs, ran, strict=True)]
+    for job, result in zip(jobs, collected, strict=True):
+        name, scored, item_events = result
         if isinstance(scored, str):
             failures[name] = scored
             continue
+        if scored.segments is not None and job.folder is not None and _write_events(job, scored) and cache:
+            key = job.content_key()  # as the folder is now, with its events.json: a rerun finds it
+            if key is not None:
+                cache.put(key, result)
         item = by_name[name]
-        scores[name] = EpisodeScore(name, item.task, item.outcome or 'unknown', scored.report)
+        scores[name] = EpisodeScore(name, item.task, item.outcome or 'unknown', scored.report,
+                                    fps=item.lerobot.fps if item.lerobot is not None else None)
         events[name] = item_events
         openings[name] = scored.gripper_opening_at_end
         if scored.notes:
@@ -235,11 +269,13 @@ def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *
 
 
 def score_dataset_items(dataset: Dataset, profile: Profile, items: list[Item], *, workers: int = 1,
-                        images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
-                        ) -> ScoreRun:
-    """score_items over episodes of a dataset, then written down: quality.json into each episode, the scores
-    into the catalog and quality_summary.json into the dataset."""
-    run = score_items(items, profile, workers=workers, images=images, progress=progress)
+                        images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+                        executor: Executor | None = None, stats: ClusterStats | None = None) -> ScoreRun:
+    """score_items over episodes of a dataset, then written down (by this process alone, wherever the episodes
+    were scored): quality.json into each episode, the scores into the catalog and quality_summary.json into the
+    dataset."""
+    run = score_items(items, profile, workers=workers, images=images, progress=progress, executor=executor,
+                      stats=stats)
     for episode_id, s in run.scores.items():
         write_json(dataset.episode_dir(episode_id) / QUALITY_FILE, s.to_json())
         score, _ = score_of(s.findings)
@@ -249,8 +285,8 @@ def score_dataset_items(dataset: Dataset, profile: Profile, items: list[Item], *
 
 
 def score_work(work: Work, *, workers: int = 1, images: bool = True,
-               progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, filters: Filters | None = None
-               ) -> ScoreRun:
+               progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, filters: Filters | None = None,
+               executor: Executor | None = None, stats: ClusterStats | None = None) -> ScoreRun:
     """Score what `prepare()` resolved: a dataset's chosen episodes (results written), or bags (in memory).
 
     Args:
@@ -259,6 +295,8 @@ def score_work(work: Work, *, workers: int = 1, images: bool = True,
         images: run the camera checks (they decode every frame).
         progress: wraps the jobs to show progress.
         filters: the filters `work` was chosen with, to say why nothing was picked.
+        executor: where the episodes are scored (a Ray cluster); `workers` local processes when None.
+        stats: filled with episodes and seconds per node.
 
     Raises:
         RobodataError: nothing was picked (the line says why).
@@ -267,8 +305,9 @@ def score_work(work: Work, *, workers: int = 1, images: bool = True,
         raise RobodataError(f'{work.target.path}: nothing to score: {why_none(work.target, filters)}')
     if work.target.dataset is not None:
         return score_dataset_items(work.target.dataset, work.profile, work.items, workers=workers, images=images,
-                                   progress=progress)
-    return score_items(work.items, work.profile, workers=workers, images=images, progress=progress)
+                                   progress=progress, executor=executor, stats=stats)
+    return score_items(work.items, work.profile, workers=workers, images=images, progress=progress,
+                       executor=executor, stats=stats)
 
 
 def score(target: TargetLike, *, profile: Profile | str | None = None, filters: Filters | None = None,
@@ -288,8 +327,8 @@ def score(target: TargetLike, *, profile: Profile | str | None = None, filters: 
     Raises:
         RobodataError: the target or profile cannot be used, or nothing was picked.
     """
-    return score_work(prepare(target, profile, filters), workers=workers, images=images, progress=progress,
-                      filters=filters)
+    return score_work(prepare(target, profile, filters, in_place=True), workers=workers, images=images,
+                      progress=progress, filters=filters)
 
 
 def skipped_checks(profile: Profile) -> list[str]:
