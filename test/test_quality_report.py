@@ -52,6 +52,13 @@ def _section(page: str, episode_id: str) -> str:
     return page[start:page.index('</section>', start)]
 
 
+def _rows(page: str) -> list[list]:
+    """The table's rows as the page embeds them for its script."""
+    found = re.search(r'<script type="application/json" id="episode-rows">(.*?)</script>', page, re.S)
+    assert found, 'no table of every episode'
+    return json.loads(found.group(1))['rows']
+
+
 def _quality(root: Path, episode_id: str) -> dict:
     return json.loads((root / 'episodes' / episode_id / 'quality.json').read_text())
 
@@ -132,7 +139,9 @@ def test_out_and_episodes_limit_the_detail(scored: Path, tmp_path: Path, capsys:
     assert capsys.readouterr().out.strip() == str(out)
     page = out.read_text(encoding='utf-8')
     assert f'id="ep-{BLURRED}"' in page and f'id="ep-{CLEAN}"' not in page
-    assert f'<td>{CLEAN}</td>' in page  # still in the table, without a link to a section
+    # Both still rows of the table, worst first, only the detailed one linking to its section (the rows as the
+    # page's script draws them: test_report_pages.py opens it in Chromium).
+    assert [(row[0], row[10]) for row in _rows(page)] == [(BLURRED, 1), (CLEAN, 0)]
 
 
 def test_an_unscored_dataset_says_to_score_it(scored: Path, tmp_path: Path,
@@ -224,11 +233,12 @@ def test_by_default_only_the_worst_get_sections_and_all_gives_every_one(
     out = tmp_path / 'default.html'
     assert main(['report', str(scored), '--out', str(out)]) == 0
     page = out.read_text(encoding='utf-8')
-    assert f'id="ep-{BLURRED}"' in page and f'id="ep-{CLEAN}"' not in page and f'<td>{CLEAN}</td>' in page
-    assert 'Detailed sections for the 1 worst episode(s) only.' in page
+    assert f'id="ep-{BLURRED}"' in page and f'id="ep-{CLEAN}"' not in page and CLEAN in [r[0] for r in _rows(page)]
+    assert '1 of 2 episodes are shown in detail below (timeline, camera frames): those with the lowest scores' in page
     assert main(['report', str(scored), '--out', str(out), '--episodes', 'all']) == 0
     page = out.read_text(encoding='utf-8')
     assert f'id="ep-{BLURRED}"' in page and f'id="ep-{CLEAN}"' in page
+    assert 'All 2 episode(s) are shown in detail below' in page and 'id="episode-rows"' not in page
     capsys.readouterr()
     for bad in ('-1', 'lots'):
         assert main(['report', str(scored), '--out', str(out), '--episodes', bad]) == 1

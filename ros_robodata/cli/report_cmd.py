@@ -26,9 +26,11 @@ DETAILED_BY_DEFAULT = 100  # episodes with figures and frames (about 80 KiB each
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         'report', help='write a self-contained HTML quality report of a scored dataset (or of bags)',
-        description=f'Read what `robodata score` wrote ({SUMMARY_FILE}, each episode\'s {QUALITY_FILE} and events) '
-                    'and write one HTML page: the dataset summary, then per episode its reasons, a timeline of '
-                    'the arm, gripper and wrist force with events and findings marked, and camera frames at the '
+        description=f'Read what `robodata score` wrote ({SUMMARY_FILE}, each episode\'s {QUALITY_FILE} and events; '
+                    'nothing is scored again) and write one HTML page: the dataset summary (outcomes, score '
+                    'distribution, findings by check), the review queue, every episode as one row of a table the '
+                    'page draws a page of rows at a time, and for the worst (--episodes) their reasons, a timeline '
+                    'of the arm, gripper and wrist force with events and findings marked, and camera frames at the '
                     'flagged moments. Figures and frames are embedded: the file opens offline. Bags on their own '
                     '(a bag or a folder of bags, with --profile) are scored in memory first; nothing is written '
                     'beside them.')
@@ -37,10 +39,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument('--out', help=f'the .html file to write (default: DATASET/{REPORT_FILE}; for bags, '
                                  f'./<name>_{REPORT_FILE} in the current folder)')
     p.add_argument('--episodes', default=str(DETAILED_BY_DEFAULT), metavar='N|all',
-                   help='detailed sections (timeline, frames) for the N worst-scoring episodes only, every episode '
-                        f'still in the table (default {DETAILED_BY_DEFAULT}: a page of a 10,000-episode dataset stays '
-                        'one a browser opens; "all" for every one)')
-    p.add_argument('--workers', type=int, default=1, help='bags scored in parallel (bags only; default 1)')
+                   help='detailed sections (timeline, frames; ~80 KiB each) for the N worst-scoring episodes only, '
+                        f'every episode still a row of the table (~75 bytes each) (default {DETAILED_BY_DEFAULT}: the '
+                        'page of a 10,000-episode dataset is ~8 MiB; "all" for every one)')
+    p.add_argument('--workers', type=int, default=1,
+                   help='processes that draw the detailed episodes (and score bags) in parallel (default 1)')
     p.add_argument('--force', action='store_true',
                    help='replace --out even when it is a file robodata did not write (never a recording or a '
                         "dataset's own file)")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from ros_robodata.quality.scoring import score_items
 from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
 from ros_robodata.report.report_signals import read_signals
-from ros_robodata.report.scores import ScoredEpisode, load_scores
+from ros_robodata.report.scores import ScoredEpisode, load_scores, read_events
 from ros_robodata.selection.queue import read_queue
 from ros_robodata.selection.queue_format import ReviewQueue
 
@@ -61,7 +63,7 @@ def write_report(target: TargetLike, out: str | Path | None = None, *, profile: 
         profile: the robot profile; the dataset's own unless given (required for bags).
         filters: which episodes of a dataset.
         detail: how many of the worst episodes get figures and frames (all when None).
-        workers: processes that score bags in parallel.
+        workers: processes that score bags, and draw the detailed episodes, in parallel.
         progress: wraps the jobs to show progress.
         force: replace `out` even when robodata did not write it.
 
@@ -86,7 +88,7 @@ def report_work(work: Work, out: str | Path | None = None, *, filters: Filters |
     """The report of what `prepare()` resolved: a dataset from its scores, bags scored in memory first."""
     if work.target.dataset is not None:
         return report_dataset(work.target.dataset, work.profile, Path(out) if out else None, filters=filters,
-                              detail=detail, progress=progress, force=force)
+                              detail=detail, progress=progress, force=force, workers=workers)
     name = work.target.path.resolve().name
     path = Path(out) if out else Path.cwd() / f'{episode_id_for(work.target.path.stem)}_{REPORT_FILE}'
     return report_items(work.items, work.profile, path, name=name, workers=workers, detail=detail, progress=progress,
@@ -94,14 +96,16 @@ def report_work(work: Work, out: str | Path | None = None, *, filters: Filters |
 
 
 def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, *, filters: Filters | None = None,
-                   detail: int | None = None, progress: Progress | None = None, force: bool = False) -> ReportResult:
-    """The report of a scored dataset, from what `robodata score` wrote, written whole (a crash leaves the
-    previous one)."""
+                   detail: int | None = None, progress: Progress | None = None, force: bool = False,
+                   workers: int = 1) -> ReportResult:
+    """The report of a scored dataset, from what `robodata score` wrote (nothing is scored again), written whole (a
+    crash leaves the previous one); the detailed episodes drawn in `workers` processes."""
     path = Path(out) if out is not None else dataset.root / REPORT_FILE
     check_report_file(path, force=force)
     summary, scored = load_scores(dataset, filters)
     return render_to(path, dataset.name, summary, scored, {ep.id: dataset.bag_dir(ep.id) for ep in scored},
-                     profile, detail=detail, progress=progress, review=_review_queue(dataset))
+                     profile, detail=detail, progress=progress, review=_review_queue(dataset),
+                     dataset_root=dataset.root, workers=workers)
 
 
 def _review_queue(dataset: Dataset) -> tuple[ReviewQueue | None, str | None]:
@@ -123,26 +127,38 @@ def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, w
     if not scored:
         raise RobodataError(f'{name}: no bag could be scored: ' + '; '.join(f'{k}: {v}' for k, v in run.failed.items()))
     result = render_to(out, name, run.summary, scored, {i.name: i.bag for i in items}, profile, detail=detail,
-                       progress=progress)
+                       progress=progress, workers=workers)
     result.problems.update(run.failed)
     return result
 
 
 def render_to(path: Path, name: str, summary: QualitySummary, scored: list[ScoredEpisode], bags: dict[str, Path],
               profile: Profile, *, detail: int | None = None, progress: Progress | None = None,
-              review: tuple[ReviewQueue | None, str | None] | None = None) -> ReportResult:
-    """Figures and frames of the worst `detail` episodes from their bags, the page, written whole."""
+              review: tuple[ReviewQueue | None, str | None] | None = None,
+              dataset_root: Path | None = None, workers: int = 1) -> ReportResult:
+    """Figures and frames of the worst `detail` episodes from their bags (drawn in `workers` processes), the page,
+    written whole."""
     ordered = sorted(scored, key=lambda s: (s.score if s.score == s.score else -1.0, s.id))
     detailed = ordered if detail is None else ordered[:max(0, detail)]
-    visuals: dict[str, EpisodeVisuals] = {}
-    problems: dict[str, str] = {}
     by_id = {s.id: s for s in scored}
-    for ep in progress(detailed) if progress else detailed:
+    jobs = []
+    for ep in detailed:
+        read_events(ep)
         reference = _reference_of(ep, by_id, bags)
-        visuals[ep.id] = episode_visuals(bags[ep.id], ep, profile, reference)
-        if visuals[ep.id].problem:
-            problems[ep.id] = visuals[ep.id].problem
-    page = render_report(name, summary, ordered, visuals, review)
+        if reference is not None:
+            read_events(reference[1])
+        jobs.append((bags[ep.id], ep, profile, reference))
+    visuals: dict[str, EpisodeVisuals] = {}
+    with ExitStack() as stack:
+        if workers > 1 and len(jobs) > 1:  # the drawing is the costly part of a report: ~0.5 s an episode
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=min(workers, len(jobs))))
+            drawn = pool.map(_draw, jobs)
+        else:
+            drawn = map(_draw, jobs)
+        for ep in progress(detailed) if progress else detailed:  # the bar moves as each one arrives, in order
+            visuals[ep.id] = next(drawn)
+    problems = {i: v.problem for i, v in visuals.items() if v.problem}
+    page = render_report(name, summary, ordered, visuals, review, dataset_root)
     write_atomic(path, page)
     return ReportResult(path, len(ordered), len(detailed), path.stat().st_size, problems)
 
@@ -155,6 +171,10 @@ def _reference_of(ep: ScoredEpisode, by_id: dict[str, ScoredEpisode], bags: dict
     if not isinstance(reference, str) or reference not in by_id or reference not in bags:
         return None
     return bags[reference], by_id[reference]
+
+
+def _draw(job: tuple[Path, ScoredEpisode, Profile, tuple[Path, ScoredEpisode] | None]) -> EpisodeVisuals:
+    return episode_visuals(*job)
 
 
 def episode_visuals(bag: Path, ep: ScoredEpisode, profile: Profile,

@@ -5,11 +5,14 @@ from __future__ import annotations
 import html
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.outputs import REPORT_MARK
 from ros_robodata.quality.quality_format import ConsistencyJson, FindingJson, QualityDoc, QualitySummary
+from ros_robodata.report.episode_table import table_html
+from ros_robodata.report.overview import findings_by_check_html, score_distribution_html
 from ros_robodata.report.queue_section import queue_html
 from ros_robodata.report.report_signals import Thumbnail
 from ros_robodata.report.scores import ScoredEpisode
@@ -58,15 +61,20 @@ img.timeline { width: 100%; height: auto; border: 1px solid #eceef1; }
 figure { margin: 0; width: 240px; } figure img { width: 240px; height: auto; display: block; background: #000; }
 figure.error img { outline: 3px solid #d62728; } figure.warn img { outline: 3px solid #f0a020; }
 figcaption { font-size: 12px; color: #444; }
+.bar { display: inline-block; height: 10px; background: #7aa7d6; border-radius: 2px; }
+button.episode-open { border: 0; background: none; padding: 0; color: #0b5cad; cursor: pointer; font: inherit; }
+tr.episode-detail td { background: #f9fafb; }
 .events span { display: inline-block; margin-right: 12px; white-space: nowrap; }
 """
 
 
 def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpisode],
-                  visuals: dict[str, EpisodeVisuals], review: tuple[ReviewQueue | None, str | None] | None = None
-                  ) -> str:
-    """The whole page. Everything read from files is escaped: ids, tasks and messages come from users. `review`:
-    (the dataset's review queue or None, why it could not be read) for a dataset; None for bags."""
+                  visuals: dict[str, EpisodeVisuals], review: tuple[ReviewQueue | None, str | None] | None = None,
+                  dataset_root: Path | None = None) -> str:
+    """The whole page: the dataset's picture, the detailed episodes (those in `visuals`) in sections, and every
+    episode one row (episode_table.py). Everything read from files is escaped: ids, tasks and messages come from
+    users. `review`: (the dataset's review queue or None, why it could not be read) for a dataset; None for bags.
+    `dataset_root`: the dataset, for the command that details one more episode on demand."""
     parts = ['<!DOCTYPE html>', f'<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f'<title>{_e(name)}: quality report</title>', f'<style>{_CSS}</style></head><body><main>',
@@ -76,7 +84,12 @@ def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpiso
              'episode\'s first message.</p>']
     parts.append(_summary_html(summary, episodes, visuals))
     if review is not None:
-        parts.append(queue_html(review[0], review[1], set(visuals)))
+        table = {ep.id for ep in episodes} if len(visuals) < len(episodes) else None  # the rows of table_html
+        parts.append(queue_html(review[0], review[1], set(visuals), table))
+    if len(visuals) < len(episodes):
+        parts.append(table_html(episodes, set(visuals), dataset_root))
+    if visuals:
+        parts.append(_detailed_html(episodes, visuals))
     for ep in episodes:
         if ep.id in visuals:
             parts.append(_episode_html(ep, visuals[ep.id]))
@@ -154,35 +167,46 @@ def _summary_html(summary: QualitySummary, episodes: list[ScoredEpisode],
     if failed:
         out.append('<h3>Episodes that could not be scored</h3><ul>' + ''.join(
             f'<li class="error">{_e(i)}: {_e(reason)}</li>' for i, reason in failed.items()) + '</ul>')
-    checks = summary.get('checks') or {}
-    out.append('<h3>Checks that fired</h3>')
-    if checks:
-        out.append(f'<table><tr><th>check</th><th class="num">episodes (of {count})</th></tr>')
-        for check, n in sorted(checks.items(), key=lambda item: (-item[1], item[0])):
-            out.append(f'<tr><td>{_e(check)}</td><td class="num">{_e(n)}</td></tr>')
-        out.append('</table>')
-    else:
-        out.append('<p class="muted">No check fired in any episode.</p>')
-    out.append('<h3>Episodes, worst score first</h3><table><tr><th>episode</th><th>task</th><th>operator</th>'
+    out.append(score_distribution_html(episodes))
+    out.append('<p class="muted">The score is the quality of the data (timing, signals, images, completeness), not '
+               'of the task: a failed grasp recorded cleanly scores 1.00. Whether the task was done is the success '
+               'verdict\'s column.</p>')
+    out.append(findings_by_check_html(summary.get('checks') or {}, episodes))
+    out.append(f'<h3>Shown in detail</h3><p id="detail-note">{_detail_note(count, len(visuals))}</p></section>')
+    return '\n'.join(out)
+
+
+def _detailed_html(episodes: list[ScoredEpisode], visuals: dict[str, EpisodeVisuals]) -> str:
+    """The table of the episodes shown in detail, each linking to its section."""
+    out = ['<section id="detailed"><h2>Episodes in detail, worst score first</h2>']
+    out.append('<table><tr><th>episode</th><th>task</th><th>operator</th>'
                '<th>outcome</th><th class="num">score</th><th>success verdict</th>'
                '<th class="num" title="DTW distance to the nearest demonstration of the task, in times the task\'s '
                'typical one; an outlier is over 1.5x and a robust z-score over 3.5">consistency<br>'
                '<span class="muted">x typical; outlier &gt; 1.5</span></th><th>first reason</th></tr>')
-    for ep in episodes:
-        link = f'<a href="#{_anchor(ep.id)}">{_e(ep.id)}</a>' if ep.id in visuals else _e(ep.id)
+    for ep in (ep for ep in episodes if ep.id in visuals):
+        link = f'<a href="#{_anchor(ep.id)}">{_e(ep.id)}</a>'
         reasons = ep.quality.get('reasons') or []
         first = _e(reasons[0]) if reasons else '<span class="muted">–</span>'
         out.append(f'<tr><td>{link}</td><td>{_e(ep.episode.task)}</td><td>{_e(ep.episode.operator)}</td>'
                    f'<td>{_e(ep.episode.outcome)}</td><td class="num">{_score_badge(ep.score)}</td>'
                    f'<td>{_verdict(ep.quality)}</td><td class="num">{_consistency(ep.quality)}</td>'
                    f'<td>{first}</td></tr>')
-    out.append('</table><p class="muted">The score is the quality of the data (timing, signals, images, '
-               'completeness), not of the task: a failed grasp recorded cleanly scores 1.00. Whether the task was '
-               'done is the success verdict\'s column.</p>')
-    if len(visuals) < count:
-        out.append(f'<p class="muted">Detailed sections for the {len(visuals)} worst episode(s) only.</p>')
-    out.append('</section>')
+    out.append('</table></section>')
     return '\n'.join(out)
+
+
+def _detail_note(count: int, detailed: int) -> str:
+    """How many episodes the page shows in detail, and why not all."""
+    if count == 0:
+        return 'None: no episode could be scored (above, why).'
+    if detailed >= count:
+        return f'All {count} episode(s) are shown in detail below, with a timeline and camera frames each.'
+    return (f'{detailed} of {count} episodes are shown in detail below (timeline, camera frames): those with the '
+            f'lowest scores, as <code>--episodes {detailed}</code> asks. A detailed section costs about 80 KiB, so '
+            'a page that detailed every episode would outgrow what a browser opens; every episode is one row in the '
+            'table below, its reasons one click away (<code>--episodes all</code> details them all, '
+            '<code>--where \'id = ...\'</code> the ones named).')
 
 
 def _when(ep: ScoredEpisode, f: FindingJson) -> str:

@@ -15,9 +15,11 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def queue_html(queue: ReviewQueue | None, problem: str | None, detailed: set[str]) -> str:
+def queue_html(queue: ReviewQueue | None, problem: str | None, detailed: set[str], rows: set[str] | None = None
+               ) -> str:
     """The section; a note when there is no queue yet or it could not be read. `detailed`: the episodes that have
-    a section of their own on the page (their ids link to it)."""
+    a section of their own on the page (their ids link to it); `rows`: those with a row in the page's table of every
+    episode (their ids open it)."""
     out = ['<section id="review-queue"><h2>Review queue</h2>']
     if problem:
         out.append(f'<p class="warn">{_e(problem)}</p></section>')
@@ -38,7 +40,8 @@ def queue_html(queue: ReviewQueue | None, problem: str | None, detailed: set[str
         if not isinstance(entry, dict):
             continue
         episode = str(entry.get('episode_id', ''))
-        link = f'<a href="#ep-{_e(episode)}">{_e(episode)}</a>' if episode in detailed else _e(episode)
+        link = f'<a href="#ep-{_e(episode)}">{_e(episode)}</a>' if episode in detailed else \
+            f'<a href="#row-{_e(episode)}">{_e(episode)}</a>' if rows and episode in rows else _e(episode)
         reasons = entry.get('reasons')
         if not isinstance(reasons, list):
             reasons = []
