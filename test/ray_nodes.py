@@ -29,13 +29,13 @@ class RayNodes:
     """`nodes` Ray nodes of `cpus` CPUs each on this machine; `address` and `env` (the token, a cache folder of
     its own, PATH with the venv's `ray`) are what a driver needs."""
 
-    def __init__(self, nodes: int = 2, cpus: int = 1) -> None:
+    def __init__(self, nodes: int = 2, cpus: int = 1, extra_env: dict[str, str] | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix='rr', dir='/tmp'))  # short: Ray's socket paths live under it
         token = self.root / 'token'
         token.write_text(secrets.token_hex(32))
         self.env = {**os.environ, 'RAY_AUTH_MODE': 'token', 'RAY_AUTH_TOKEN_PATH': str(token),
                     'XDG_CACHE_HOME': str(self.root / 'cache'), 'RAY_USAGE_STATS_ENABLED': '0',
-                    'PATH': f'{BIN}{os.pathsep}{os.environ.get("PATH", "")}'}
+                    'PATH': f'{BIN}{os.pathsep}{os.environ.get("PATH", "")}', **(extra_env or {})}
         port = free_port()
         self.address = f'127.0.0.1:{port}'
         ray = str(BIN / 'ray')

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ros_robodata.cluster import Executor
+from ros_robodata.cluster.remote_jobs import RemoteRoot, is_store_url
 from ros_robodata.console import human_bytes, progress, stderr, stdout
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.store_staging import StagedDataset
 from ros_robodata.dataset.targets import Filters, Item, Target, need, profile_for, resolve, select
 from ros_robodata.errors import RobodataError
 from ros_robodata.vocabulary import OUTCOMES, STATUSES, parse_since
 
-__all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'Filters', 'Item', 'Target', 'add_analysis_arguments',
+__all__ = ['EXIT_ERROR', 'EXIT_OK', 'EXIT_PARTIAL', 'TARGETS', 'Filters', 'Item', 'Target', 'add_analysis_arguments',
            'add_filters', 'add_json', 'add_ray', 'add_target', 'dataset_at', 'executor_from', 'filters_from',
-           'human_bytes', 'need', 'print_json', 'profile_for', 'progress', 'resolve', 'select', 'stderr', 'stdout']
+           'human_bytes', 'need', 'print_json', 'profile_for', 'progress', 'resolve', 'select', 'stderr', 'stdout',
+           'target_in_store']
 
 # Exit status of every command: 0 done; 1 bad input or an error (nothing, or nothing more, was done); 2 the
 # command line itself is wrong (argparse); 3 finished, but some episodes or sources failed (each said on stderr).
@@ -68,12 +73,26 @@ def add_ray(p: argparse.ArgumentParser, what: str = 'episode') -> None:
                    help=f'memory each {what} task declares to the Ray scheduler, in MiB (default 512)')
 
 
-def executor_from(args: argparse.Namespace, workers: int = 1) -> Executor:
-    """Where the per-episode jobs run: --ray, else `workers` local processes."""
+def executor_from(args: argparse.Namespace, workers: int = 1, remote: RemoteRoot | None = None) -> Executor:
+    """Where the per-episode jobs run: --ray, else `workers` local processes; `remote`: each downloads its episode
+    from object storage first."""
     memory = getattr(args, 'ray_memory', 512)
     if memory < 1:
         raise RobodataError('--ray-memory must be at least 1 (MiB)')
-    return Executor(workers=workers, ray=getattr(args, 'ray', None), ray_memory_mb=memory)
+    return Executor(workers=workers, ray=getattr(args, 'ray', None), ray_memory_mb=memory, remote=remote)
+
+
+@contextlib.contextmanager
+def target_in_store(args: argparse.Namespace, command: str) -> Iterator[tuple[str, RemoteRoot | None]]:
+    """(the target to resolve, where its episodes are fetched from): a dataset in object storage (s3://...) is
+    staged without its bags, and what the command wrote is put back when it finishes (not when it fails)."""
+    if not is_store_url(args.target):
+        yield args.target, None
+        return
+    with StagedDataset(args.target) as staged:
+        yield str(staged.local), staged.remote_root()
+        put = staged.push()
+        stderr.print(f'robodata {command}: {len(put)} file(s) written back to {staged.url}', markup=False)
 
 
 def add_json(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
+    TARGETS,
     add_analysis_arguments,
     add_ray,
     executor_from,
@@ -19,8 +20,10 @@ from ros_robodata.cli.command_common import (
     progress,
     stderr,
     stdout,
+    target_in_store,
 )
 from ros_robodata.cluster import ClusterStats
+from ros_robodata.cluster.remote_jobs import RemoteRoot
 from ros_robodata.dataset.targets import prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.quality.episode_score import EpisodeScore, catalog_scores
@@ -38,7 +41,7 @@ def add_parser(sub: Any) -> None:
                     'are checked, compared with each other and printed; nothing is written. A LeRobot dataset '
                     '(v2.1/v3.0 folder) is read in place as its import would read it (its profile derived as the '
                     'import derives it, unless --profile); findings name its episode indices; nothing is written.')
-    add_analysis_arguments(p)
+    add_analysis_arguments(p, TARGETS + ', or a dataset in object storage (s3://bucket/path: docs/ray.md)')
     p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
     p.add_argument('--no-images', action='store_true',
                    help='skip the camera checks (they decode every frame of every camera)')
@@ -47,18 +50,23 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with target_in_store(args, 'score') as (where, remote):  # a dataset in object storage: staged, put back
+        return _run(args, where, remote)
+
+
+def _run(args: argparse.Namespace, where: str, remote: RemoteRoot | None) -> int:
     if args.workers < 1:
         raise RobodataError('--workers must be at least 1')
     workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
     filters = filters_from(args)
-    work = prepare(args.target, args.profile, filters, in_place=True)  # a LeRobot folder is read where it lies
+    work = prepare(where, args.profile, filters, in_place=True)  # a LeRobot folder is read where it lies
     target = work.target
     for line in skipped_checks(work.profile):  # said before the work starts; the run keeps the same lines
         stderr.print(f'robodata score: {line}', markup=False)
     stats = ClusterStats()
     run = score_work(work, workers=workers, images=not args.no_images, filters=filters,
                      progress=lambda jobs: progress(jobs, 'scoring', quiet=args.json),
-                     executor=executor_from(args, workers), stats=stats)
+                     executor=executor_from(args, workers, remote), stats=stats)
     if target.kind in ('episode', 'bag') and run.failed:
         raise RobodataError(next(iter(run.failed.values())))
     if args.json and target.kind == 'bag':

@@ -12,6 +12,7 @@ from rich.table import Table
 from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
+    TARGETS,
     add_analysis_arguments,
     add_ray,
     executor_from,
@@ -20,8 +21,10 @@ from ros_robodata.cli.command_common import (
     progress,
     stderr,
     stdout,
+    target_in_store,
 )
 from ros_robodata.cluster import ClusterStats
+from ros_robodata.cluster.remote_jobs import RemoteRoot
 from ros_robodata.dataset.targets import prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
@@ -36,7 +39,7 @@ def add_parser(sub: Any) -> None:
                     f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode; '
                     'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written; '
                     'so is a LeRobot dataset folder, read in place (give --profile naming its gripper).')
-    add_analysis_arguments(p)
+    add_analysis_arguments(p, TARGETS + ', or a dataset in object storage (s3://bucket/path: docs/ray.md)')
     p.add_argument('--no-wrench', action='store_true', help='ignore the wrench topic (gripper only)')
     p.add_argument('--no-gripper', action='store_true', help='ignore the gripper topic (wrench only)')
     p.add_argument('--workers', type=int, default=1, help='episodes segmented in parallel (default 1)')
@@ -45,6 +48,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with target_in_store(args, 'segment') as (where, remote):  # a dataset in object storage: staged, put back
+        return _run(args, where, remote)
+
+
+def _run(args: argparse.Namespace, where: str, remote: RemoteRoot | None) -> int:
     if args.no_gripper and args.no_wrench:
         raise RobodataError('--no-gripper and --no-wrench together leave nothing to segment from')
     if args.workers < 1:
@@ -52,13 +60,13 @@ def run(args: argparse.Namespace) -> int:
     workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
     stats = ClusterStats()
     filters = filters_from(args)
-    work = prepare(args.target, args.profile, filters, in_place=True)  # a LeRobot folder is read where it lies
+    work = prepare(where, args.profile, filters, in_place=True)  # a LeRobot folder is read where it lies
     target = work.target
     if not work.items:
         raise RobodataError(f'{target.path}: nothing to segment: {why_none(target, filters)}')
     run = segment_items(work.items, work.profile, use_gripper=not args.no_gripper, use_wrench=not args.no_wrench,
                         progress=lambda it: progress(it, 'segmenting', total=len(work.items), quiet=args.json),
-                        executor=executor_from(args, workers), stats=stats)
+                        executor=executor_from(args, workers, remote), stats=stats)
     if run.nothing_to_do:
         if args.json:
             print_json({'episodes': {}, 'failed': {}, 'nothing_to_do': run.nothing_to_do})

@@ -7,10 +7,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from ros_robodata.cluster.job_types import ClusterStats, Executor, JobFailure, Timed, timed_call
-from ros_robodata.cluster.result_cache import ResultCache
+from ros_robodata.cluster.remote_jobs import run_fetched
+from ros_robodata.cluster.result_cache import ResultCache, content_key
+from ros_robodata.errors import RobodataError
 
 J = TypeVar('J')
 R = TypeVar('R')
@@ -50,6 +54,13 @@ def map_jobs(fn: Callable[[J], R], jobs: Sequence[J], executor: Executor, *,
         KeyboardInterrupt: after cancelling what was still queued or running (nothing was applied yet).
     """
     stats = stats if stats is not None else ClusterStats()
+    if executor.remote is not None:  # each job downloads its episode first; its key adds the store's listing
+        remote = executor.remote
+        fetched = [remote.wrap(job) for job in jobs]
+        inner = key
+        return map_jobs(partial(run_fetched, fn), fetched, replace(executor, remote=None), progress=progress,
+                        stats=stats, cache=cache,
+                        key=None if inner is None else lambda f: _listed_key(inner(f.job), f.listing))
     started = time.perf_counter()
     results: list[R | JobFailure] = [JobFailure('not run')] * len(jobs)
     keys = [key(job) if key is not None and cache is not None else None for job in jobs]
@@ -76,6 +87,10 @@ def map_jobs(fn: Callable[[J], R], jobs: Sequence[J], executor: Executor, *,
     return results
 
 
+def _listed_key(key: str | None, listing: Any) -> str | None:
+    return None if key is None else content_key(key, listing)
+
+
 def _arrivals(fn: Callable[[J], R], jobs: Sequence[J], executor: Executor, stats: ClusterStats
               ) -> Iterator[tuple[int, Timed[R] | JobFailure]]:
     if not jobs:
@@ -94,10 +109,18 @@ def _chain(*parts: Iterable[T]) -> Iterator[T]:
 
 
 def _local(fn: Callable[[J], R], job: J) -> Timed[R] | JobFailure:
-    return timed_call(fn, job)
+    try:
+        return timed_call(fn, job)
+    except RobodataError as err:  # this job's input (an episode the store would not give): the others go on
+        return JobFailure(' '.join(str(err).split()))
 
 
 def _pool_results(fn: Callable[[J], R], jobs: Sequence[J], workers: int
                   ) -> Iterator[tuple[int, Timed[R] | JobFailure]]:
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-        yield from enumerate(pool.map(timed_call, [fn] * len(jobs), jobs))
+        futures = [pool.submit(timed_call, fn, job) for job in jobs]
+        for index, future in enumerate(futures):
+            try:
+                yield index, future.result()
+            except RobodataError as err:
+                yield index, JobFailure(' '.join(str(err).split()))

@@ -43,12 +43,21 @@ def content_key(*parts: Any) -> str:
     return digest.hexdigest()
 
 
-def files_fingerprint(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...] | None:
-    """(name, size, mtime) of each file; None when one cannot be read (nothing is reused then)."""
+SMALL = 1 << 20  # a file this small (a sidecar, metadata.yaml) is known by its bytes, a larger one by size and time
+
+
+def files_fingerprint(paths: Iterable[Path]) -> tuple[tuple[str, int, int | str], ...] | None:
+    """(name, size, and the SHA-256 of a small file or the mtime of a large one) of each file: a sidecar copied
+    again with the same bytes is the same input. None when one cannot be read (nothing is reused then)."""
+    out: list[tuple[str, int, int | str]] = []
     try:
-        return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(paths))
+        for p in sorted(paths):
+            stat = p.stat()
+            tag = hashlib.sha256(p.read_bytes()).hexdigest() if stat.st_size <= SMALL else stat.st_mtime_ns
+            out.append((str(p), stat.st_size, tag))
     except OSError:
         return None
+    return tuple(out)
 
 
 class ResultCache:
