@@ -228,3 +228,18 @@ def test_segment_on_the_cluster_writes_the_events_a_local_run_writes(ray_cluster
     written = _outputs(local)
     assert len([name for name in written if name.endswith('events.json')]) == episodes
     assert _outputs(remote) == written
+
+
+def test_select_reads_the_trajectories_on_the_cluster_and_picks_the_same_queue(ray_cluster, demo_copies):
+    address, env = ray_cluster
+    local, remote = demo_copies('local'), demo_copies('remote')
+    for dataset in (local, remote):
+        assert _robodata('score', str(dataset)).returncode == 0
+    here = _robodata('select', str(local), '--budget', '1', '--json')
+    there = _robodata('select', str(remote), '--budget', '1', '--json', '--ray', address, env=env)
+    assert here.returncode == 0 and there.returncode == 0, there.stderr
+    queue_here, queue_there = json.loads(here.stdout), json.loads(there.stdout)
+    assert queue_here['picked'] == 1
+    assert queue_there['queue'] == queue_here['queue'] and queue_there['excluded'] == queue_here['excluded']
+    cached = (remote / 'review' / 'embeddings.json').read_bytes()
+    assert cached == (local / 'review' / 'embeddings.json').read_bytes()  # the same vectors, kept the same way

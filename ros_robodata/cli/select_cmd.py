@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from ros_robodata.cli.command_common import (
     EXIT_OK,
     add_filters,
     add_json,
+    add_ray,
     add_target,
+    executor_from,
     filters_from,
     print_json,
     progress,
 )
 from ros_robodata.console import stderr, stdout
+from ros_robodata.errors import RobodataError
 from ros_robodata.selection import DEFAULT_BUDGET, MIN_SCORE, QUEUE_FILE, REVIEW_DIR, select_for_review
 
 SHOWN_EXCLUDED = 10
@@ -43,16 +47,23 @@ def add_parser(sub: Any) -> None:
                    help='consider episodes whose verdict a reviewer already gave (annotations.json) too')
     p.add_argument('--dry-run', action='store_true', help='show the queue without storing it')
     p.add_argument('--who', help='who asked for the queue, for audit.jsonl (default: login name)')
+    p.add_argument('--workers', type=int, default=1,
+                   help='episodes whose trajectories are read in parallel, when not cached (default 1)')
+    add_ray(p)
     add_filters(p)
     add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workers < 1:
+        raise RobodataError('--workers must be at least 1')
+    workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
     run_ = select_for_review(args.target, budget=args.budget, uncertainty=args.uncertainty,
                              filters=filters_from(args), include_reviewed=args.include_reviewed,
                              min_score=args.min_score, write=not args.dry_run, who=args.who,
-                             progress=lambda it: progress(it, 'reading trajectories', quiet=args.json))
+                             progress=lambda it: progress(it, 'reading trajectories', quiet=args.json),
+                             executor=executor_from(args, workers))
     if args.json:
         print_json({**run_.queue, 'path': None if run_.path is None else str(run_.path)})
         return EXIT_OK

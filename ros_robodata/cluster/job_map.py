@@ -35,7 +35,7 @@ class _Arrivals(Generic[R]):
 
 
 def map_jobs(fn: Callable[[J], R], jobs: Sequence[J], executor: Executor, *,
-             progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+             progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
              stats: ClusterStats | None = None, cache: ResultCache | None = None,
              key: Callable[[J], str | None] | None = None) -> list[R | JobFailure]:
     """`fn` over `jobs`, results in job order.

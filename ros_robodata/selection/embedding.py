@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from ros_robodata import untrusted
 from ros_robodata.bag.reader import BagReader
+from ros_robodata.cluster import Executor, JobFailure, map_jobs
 from ros_robodata.errors import RobodataError
 from ros_robodata.files import write_json
 from ros_robodata.profile import Profile
@@ -91,12 +93,30 @@ def bag_key(bag_sha256: dict[str, str], bag: Path, profile: Profile) -> str:
     return hashlib.sha256(json.dumps([content, joints], sort_keys=True).encode()).hexdigest()[:32]
 
 
+@dataclass(frozen=True)
+class VectorJob:
+    """One episode's bag for a worker (a process or a Ray task): read its trajectory into a vector."""
+
+    episode_id: str
+    bag: Path
+    profile: Profile
+
+
+def _vector_of(job: VectorJob) -> np.ndarray | str | None:
+    """Worker: the episode's vector, None when its bag holds no trajectory, or why it cannot be read."""
+    try:
+        return trajectory_vector(job.bag, job.profile)
+    except (RobodataError, OSError, ValueError) as err:
+        return ' '.join(str(err).split())
+
+
 def embeddings(episodes: Iterable[tuple[str, Path, dict[str, str]]], profile: Profile, cache_dir: Path | None,
-               progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None
+               progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None, executor: Executor | None = None
                ) -> tuple[dict[str, np.ndarray], list[str]]:
     """(vector per episode id, notes) for (episode id, bag, bag checksums); vectors found in the cache are not
-    recomputed, new ones are added to it (when `cache_dir` is writable). A bag that cannot be read is a note: the
-    episode is then compared by its other signals only."""
+    recomputed, new ones are read (here, in local processes or as tasks of a Ray cluster: `executor`) and added to
+    it (when `cache_dir` is writable). A bag that cannot be read is a note: the episode is then compared by its
+    other signals only."""
     cache_path = cache_dir / CACHE_FILE if cache_dir is not None else None
     cache: dict[str, Any] = {}
     notes: list[str] = []
@@ -108,28 +128,30 @@ def embeddings(episodes: Iterable[tuple[str, Path, dict[str, str]]], profile: Pr
         except RobodataError:
             notes.append(f'{cache_path}: unreadable: every trajectory read from its bag again')
     out: dict[str, np.ndarray] = {}
+    missing: list[tuple[VectorJob, str]] = []
+    for episode_id, bag, checksums in episodes:
+        key = bag_key(checksums, bag, profile)
+        cached = cache.get(episode_id)
+        if isinstance(cached, dict) and cached.get('key') == key and isinstance(cached.get('vector'), list):
+            vector = np.array(cached['vector'], dtype=float)
+            if vector.size:
+                out[episode_id] = vector
+            continue
+        missing.append((VectorJob(episode_id, bag.absolute(), profile), key))
     changed = False
-    items = list(episodes)
     try:
-        for episode_id, bag, checksums in (progress(items) if progress else items):
-            key = bag_key(checksums, bag, profile)
-            cached = cache.get(episode_id)
-            if isinstance(cached, dict) and cached.get('key') == key and isinstance(cached.get('vector'), list):
-                vector = np.array(cached['vector'], dtype=float)
-                if vector.size:
-                    out[episode_id] = vector
+        found = map_jobs(_vector_of, [job for job, _ in missing], executor or Executor(), progress=progress)
+        for (job, key), read in zip(missing, found, strict=True):
+            if isinstance(read, (str, JobFailure)):
+                reason = read.reason if isinstance(read, JobFailure) else read
+                notes.append(f'{job.episode_id}: trajectory not read ({reason}): not used for diversity')
                 continue
-            try:
-                found = trajectory_vector(bag, profile)
-            except (RobodataError, OSError, ValueError) as err:
-                notes.append(f'{episode_id}: trajectory not read ({" ".join(str(err).split())}): not used for '
-                             'diversity')
-                continue
-            cache[episode_id] = {'key': key, 'vector': [] if found is None else [round(float(v), 6) for v in found]}
+            cache[job.episode_id] = {'key': key,
+                                     'vector': [] if read is None else [round(float(v), 6) for v in read]}
             changed = True
-            if found is not None:
-                out[episode_id] = np.array(cache[episode_id]['vector'])
-    finally:  # Ctrl-C keeps the trajectories already read for the next run
+            if read is not None:
+                out[job.episode_id] = np.array(cache[job.episode_id]['vector'])
+    finally:  # what was read is kept for the next run, even when a later step stops this one
         if changed and cache_path is not None:
             _save(cache_path, cache, notes)
     return out, notes

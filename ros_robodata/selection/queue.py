@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ros_robodata import untrusted
+from ros_robodata.cluster import Executor
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, TargetLike, as_target, need, select, why_none
@@ -81,7 +82,8 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
                       uncertainty: str | Path | None = None, filters: Filters | None = None,
                       include_reviewed: bool = False, min_score: float = MIN_SCORE, write: bool = True,
                       who: str | None = None,
-                      progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None) -> SelectRun:
+                      progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+                      executor: Executor | None = None) -> SelectRun:
     """Rank a scored dataset's episodes for review and keep the best `budget` (N, or P% of the episodes
     considered): filtered first (unusable, unscored, already reviewed: each with its reason), then picked by
     informativeness and diversity (rank.py). With `write`, queue.json, the catalog's review columns and an audit
@@ -97,6 +99,7 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
         write: store queue.json, the catalog's review columns and an audit line; False only computes the queue.
         who: who asked, for the audit log; None: the current user.
         progress: wraps the bags read for trajectories to show progress.
+        executor: where the trajectories are read (local processes, a Ray cluster); here when None.
 
     Raises:
         DatasetError: the dataset is read-only (with `write`), or review/ is not a folder.
@@ -165,7 +168,7 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
     if dataset.has_profile:
         vectors, embed_notes = embeddings(
             [(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in sorted(candidates)], dataset.profile,
-            dataset.root / REVIEW_DIR if write else None, progress=progress)
+            dataset.root / REVIEW_DIR if write else None, progress=progress, executor=executor)
         notes.extend(embed_notes)
     elif candidates:
         notes.append('no robot profile in dataset.yaml: trajectories not read, diversity not used')
