@@ -288,13 +288,14 @@ def test_the_camera_gives_distance_and_orientation_and_says_why_not(studio: Prot
     measurer = FrameMeasurer('/camera/image_raw (faces)', detector=detector, clock=lambda: 5.0)
     assert measurer.measure(frame)[0].note == '/camera/image_raw (faces): no CameraInfo received yet'
     measurer.set_camera_info([922.5, 0, 640, 0, 922.5, 360, 0, 0, 1], 1280, 720)
-    distance, facing = measurer.measure(frame)
+    distance, facing, seen = measurer.measure(frame)
     assert (distance.kind, facing.kind, facing.value) == (DISTANCE, ORIENTATION, 'front')
+    assert (seen.kind, seen.value) == ('camera', '1280x720')  # one frame offered: no rate yet
     assert distance.value == pytest.approx(1.5, rel=0.15)
     measurer.set_camera_info([0.0] * 9, 1280, 720)
     assert measurer.measure(frame)[0].note == ('/camera/image_raw (faces): camera intrinsics: K is all zeros: the '
                                                'camera is not calibrated')
-    assert len(measurer.results()) == 4 and measurer.results() == []
+    assert len(measurer.results()) == 5 and measurer.results() == []
 
     protocol = load_protocol('hri_expressions')
     check = TakeCheck(protocol, {DISTANCE: measurer.source, ORIENTATION: measurer.source})

@@ -335,7 +335,8 @@ def test_session_launch_runs_what_robodata_session_runs():
     assert {params['use_sim_time'] for params in nodes.values()} == {'$(var use_sim_time)'}
     record = ET.parse(ROOT / 'launch' / RECORD).getroot()
     assert {a.get('name') for a in launch.findall('arg')} == {a.get('name') for a in record.findall('arg')} | {
-        'protocol', 'participant', 'illuminance_topic', 'range_topic', 'camera_topic', 'camera_info_topic'}
+        'protocol', 'participant', 'illuminance_topic', 'range_topic', 'camera_topic', 'camera_info_topic',
+        'lux_calibration'}
 
 
 def test_sim_launch_runs_what_robodata_sim_runs():

@@ -1,6 +1,8 @@
 """Capture to a protocol: the protocol files (config/protocols/*.yaml), what a take records (capture.json), how far
 a dataset is through a protocol (`robodata coverage`), a take's conditions measured from its frames, and the
-session at the rig (the shot list, the live check, consent, the take saved with its episode)."""
+session at the rig (the shot list, the live check, consent, the take saved with its episode), a camera's lux
+calibration (lux_calibration.py, `robodata calibrate lux`) and a gesture take's repetitions (repetitions.py,
+gesture_take.py)."""
 
 from __future__ import annotations
 

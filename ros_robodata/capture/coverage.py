@@ -173,6 +173,8 @@ def _place(protocol: Protocol, record: TakeRecord) -> tuple[tuple[tuple[str, str
         if level is None:
             return None, within
         conditions.append((f.name, level))
+    names = {f.name for f in protocol.factors}  # the camera, the repetitions: out of spec takes the take out
+    within = within and all(m['verdict'] != 'outside' for k, m in record['measured'].items() if k not in names)
     return tuple(conditions), within
 
 

@@ -3,7 +3,10 @@ its own, at most `rate_hz` frames a second and always the latest frame (frames a
 1080p camera at 30 Hz costs a few measurements a second (bench/capture_conditions.py has the per-frame figure).
 
 The node hands over each frame (a sensor_msgs/Image or CompressedImage, undecoded) and the camera's CameraInfo;
-the readings come back through `results()`, which the node drains on its own thread into a TakeCheck.
+the readings come back through `results()`, which the node drains on its own thread into a TakeCheck. With the
+camera's lux calibration (the profile's `lux_calibration`) each frame measured also gives an estimated ILLUMINANCE
+(with the camera's exposure and gain when the calibration needs them: `set_exposure_gain`), and each frame a CAMERA
+reading (its resolution and the rate frames arrive at) for the protocol's camera requirement.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.bag.image import decode_image
-from ros_robodata.capture.take_check import DISTANCE, ORIENTATION
-from ros_robodata.capture.take_conditions import FaceDetector, Intrinsics, measure_frame
+from ros_robodata.capture.take_check import CAMERA, DISTANCE, ILLUMINANCE, ORIENTATION, camera_value
+from ros_robodata.capture.take_conditions import FaceDetector, Intrinsics, LuxCalibration, measure_frame
 from ros_robodata.errors import RobodataError
 
-__all__ = ['FrameMeasurer', 'FrameReading']
+__all__ = ['RATE_WINDOW', 'FrameMeasurer', 'FrameReading']
+
+RATE_WINDOW = 30  # frames whose arrival times give the camera's rate
 
 
 @dataclass(frozen=True)
@@ -43,10 +48,11 @@ class FrameMeasurer:
         rate_hz: the most frames measured a second.
         detector: the face detector; a new one unless given (YuNet, one per thread of work).
         clock: seconds on a steady clock, the one the node's TakeCheck uses.
+        calibration: the camera's lux calibration; None: no light from the camera ("not measured" without a meter).
     """
 
     def __init__(self, source: str, rate_hz: float = 2.0, detector: FaceDetector | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, calibration: LuxCalibration | None = None) -> None:
         if not rate_hz > 0:
             raise RobodataError(f'camera measurement rate must be above 0 per second, got {rate_hz}')
         self.source = source
@@ -63,6 +69,22 @@ class FrameMeasurer:
         self._thread: threading.Thread | None = None
         self.measured = 0  # frames measured
         self.offered = 0  # frames offered
+        self.calibration = calibration
+        self._exposure_gain: tuple[float, float] | None = None
+        self._arrivals: list[float] = []  # when the last frames were offered, for the camera's rate
+
+    def set_exposure_gain(self, exposure: float, gain: float) -> None:
+        """The camera's exposure and linear gain now (in the calibration's units), for an exposure_gain model."""
+        with self._lock:
+            self._exposure_gain = (exposure, gain)
+
+    def rate_hz(self) -> float | None:
+        """The rate frames arrived at over the last ones offered (None before two)."""
+        with self._lock:
+            times = list(self._arrivals)
+        if len(times) < 2 or times[-1] <= times[0]:
+            return None
+        return (len(times) - 1) / (times[-1] - times[0])
 
     def set_camera_info(self, k: Sequence[float], width: int, height: int) -> None:
         """The camera's intrinsics from sensor_msgs/CameraInfo (K, width, height); an uncalibrated one (K all zeros)
@@ -79,6 +101,7 @@ class FrameMeasurer:
         with self._lock:
             self._frame = frame
             self.offered += 1
+            self._arrivals = [*self._arrivals[-(RATE_WINDOW - 1):], self.clock()]
         self._wake.set()
 
     def results(self) -> list[FrameReading]:
@@ -101,15 +124,23 @@ class FrameMeasurer:
         else:
             if self._detector is None:
                 self._detector = FaceDetector()
+            exposure, gain = self._exposure_gain or (None, None)
+            if self.calibration is not None and self.calibration.model == 'brightness':
+                exposure, gain = 1.0, 1.0
             try:
-                found = measure_frame(bgr, intrinsics, detector=self._detector)
+                found = measure_frame(bgr, intrinsics, calibration=self.calibration, exposure=exposure, gain=gain,
+                                      detector=self._detector)
             except RobodataError as err:
                 out = [FrameReading('', None, now, f'{self.source}: {err}')]
             else:
-                note = '; '.join(found.notes)
+                note = '; '.join(n for n in found.notes if not n.startswith('lux'))
                 out = [FrameReading(DISTANCE, found.distance_m, now, '' if found.distance_m is not None else note),
                        FrameReading(ORIENTATION, found.orientation, now,
                                     '' if found.orientation is not None else note)]
+                if self.calibration is not None:
+                    lux_note = '; '.join(n for n in found.notes if n.startswith('lux'))
+                    out.append(FrameReading(ILLUMINANCE, found.lux, now, lux_note))
+            out.append(FrameReading(CAMERA, camera_value(bgr.shape[1], bgr.shape[0], self.rate_hz()), now))
         with self._lock:
             self._results.extend(out)
             self.measured += 1

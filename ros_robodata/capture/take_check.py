@@ -9,11 +9,17 @@ Live, the latest reading of each factor (one at most STALE_S old) is compared wi
 reading in another level or bin is out of spec, flagged on the keys screen and /diagnostics. When the take stops
 its measured value is the median of the readings while it ran, in the factor's unit, with a verdict against the
 intended level ('within', 'outside') or 'not measured' and why.
+
+Light estimated from a camera's frames (its `lux_calibration`, see capture/lux_calibration.py) is used only when no
+meter reading came: the take's entry then says `estimated` with the fit's error. The camera itself is checked
+against the protocol's `camera:` requirement (resolution from CameraInfo, rate from the frames that arrive): a
+camera below it flags the take ('camera' in the flags and in the take's measured conditions, 'outside').
 """
 
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -23,10 +29,19 @@ from ros_robodata.capture.take_conditions import ORIENTATIONS
 from ros_robodata.capture.take_record import NOT_MEASURED, Measurement, TakeRecord, measurement
 from ros_robodata.errors import RobodataError
 
-__all__ = ['DISTANCE', 'ILLUMINANCE', 'ORIENTATION', 'STALE_S', 'Flag', 'TakeCheck', 'factor_kind', 'rig_sources',
-           'take_record']
+__all__ = ['CAMERA', 'DISTANCE', 'ILLUMINANCE', 'ORIENTATION', 'RATE_SLACK', 'STALE_S', 'Flag', 'TakeCheck',
+           'camera_value', 'factor_kind', 'rig_sources', 'take_record']
 
 DISTANCE, ILLUMINANCE, ORIENTATION = 'distance', 'illuminance', 'orientation'
+CAMERA = 'camera'  # what the camera delivers: '1920x1080 at 30 Hz' (`camera_value`)
+RATE_SLACK = 0.9  # a camera delivering at least this fraction of the protocol's min_rate_hz meets it (a 30 Hz
+# camera measured over a few seconds reads 29.x; one that drops every other frame reads 15)
+_CAMERA = re.compile(r'(\d+)x(\d+)(?: at ([0-9.]+) Hz)?')
+
+
+def camera_value(width: int, height: int, rate_hz: float | None) -> str:
+    """A camera reading as TakeCheck takes it: '1920x1080 at 29.9 Hz' (no rate when unknown)."""
+    return f'{width}x{height}' + (f' at {rate_hz:.1f} Hz' if rate_hz is not None else '')
 STALE_S = 2.0  # a live reading older than this says nothing about the take now
 _METRES_TO = {'m': 1.0, 'cm': 100.0, 'ft': 1 / 0.3048}
 
@@ -107,6 +122,42 @@ class TakeCheck:
         self._sources: dict[str, set[str]] = {}
         self._notes: dict[str, str] = {}
         self.recording = False
+        self.estimated: dict[str, str] = {}  # a source whose lux is estimated -> the fit's error
+        self._latest_estimate: _Reading | None = None
+        self._take_estimates: list[float] = []
+        self._camera: _Reading | None = None  # the latest camera reading
+        self._take_camera: list[str] = []
+
+    def estimate_lux_from(self, source: str, error: str) -> None:
+        """Readings of ILLUMINANCE from `source` are estimates (a camera's lux_calibration), used only when no
+        meter reading came, and marked with `error` ('+-12% (fit of 9 takes)')."""
+        self.estimated[source] = error
+        if ILLUMINANCE in self.available:
+            named = self.available[ILLUMINANCE]
+            self.available[ILLUMINANCE] = f'{named} or {source}, estimated' if named else f'{source}, estimated'
+
+    def camera_problem(self, value: str) -> str:
+        """Why a camera reading ('640x480 at 30.0 Hz') falls short of the protocol's camera requirement, '' when
+        it meets it (or the protocol requires nothing)."""
+        match = _CAMERA.fullmatch(value)
+        if match is None:
+            raise RobodataError(f'camera reading {value!r}: expected WIDTHxHEIGHT at RATE Hz')
+        need = self.protocol.camera
+        problems = []
+        if need.min_resolution is not None:
+            width, height = int(match[1]), int(match[2])
+            if width < need.min_resolution[0] or height < need.min_resolution[1]:
+                problems.append(f'{width}x{height} below {need.min_resolution[0]}x{need.min_resolution[1]}')
+        if need.min_rate_hz is not None and match[3] is not None and float(match[3]) < RATE_SLACK * need.min_rate_hz:
+            problems.append(f'{float(match[3]):.1f} Hz below {need.min_rate_hz:g} Hz')
+        return ', '.join(problems)
+
+    def _required(self) -> str:
+        need = self.protocol.camera
+        parts = [f'{need.min_resolution[0]}x{need.min_resolution[1]}'] if need.min_resolution else []
+        if need.min_rate_hz is not None:
+            parts.append(f'{need.min_rate_hz:g} Hz')
+        return 'at least ' + ' at '.join(parts) if parts else 'any'
 
     def measured_kinds(self) -> list[str]:
         """The kinds of reading this protocol uses (the node subscribes only to those)."""
@@ -124,13 +175,27 @@ class TakeCheck:
         Raises:
             RobodataError: an unknown kind, or a number that is not a finite, non-negative reading.
         """
+        if kind == CAMERA:
+            if not isinstance(value, str):
+                raise RobodataError(f'camera reading {value!r}: expected WIDTHxHEIGHT at RATE Hz')
+            self.camera_problem(value)  # one clear error for a malformed reading
+            self._camera = _Reading(value, now, source)
+            if self.recording:
+                self._take_camera.append(value)
+            return
         if kind not in (DISTANCE, ILLUMINANCE, ORIENTATION):
-            raise RobodataError(f'unknown reading {kind!r}: expected {DISTANCE}, {ILLUMINANCE} or {ORIENTATION}')
+            raise RobodataError(f'unknown reading {kind!r}: expected {DISTANCE}, {ILLUMINANCE}, {ORIENTATION} or '
+                                f'{CAMERA}')
         if isinstance(value, str) != (kind == ORIENTATION):
             raise RobodataError(f'{kind} reading {value!r}: expected ' + ('a face orientation' if kind == ORIENTATION
                                                                           else 'a number'))
         if not isinstance(value, str) and not (math.isfinite(value) and value >= 0):
             return  # a rangefinder's inf (nothing in range) or NaN: no reading, not a wrong one
+        if kind == ILLUMINANCE and source in self.estimated:
+            self._latest_estimate = _Reading(value, now, source)
+            if self.recording and not isinstance(value, str):
+                self._take_estimates.append(float(value))
+            return
         self._latest[kind] = _Reading(value, now, source)
         if self.recording:
             self._take.setdefault(kind, []).append(value)
@@ -144,6 +209,7 @@ class TakeCheck:
     def start(self) -> None:
         """A take started: its readings from now."""
         self._take, self._sources, self._notes = {}, {}, {}
+        self._take_estimates, self._take_camera = [], []
         self.recording = True
 
     def _in_unit(self, factor: Factor, value: float | str) -> float | str:
@@ -162,11 +228,17 @@ class TakeCheck:
         for factor in self.protocol.factors:
             kind = factor_kind(factor)
             reading = self._latest.get(kind) if kind else None
+            if kind == ILLUMINANCE and (reading is None or now - reading.at > STALE_S):
+                reading = self._latest_estimate  # no meter reading now: the camera's estimate, if any
             if reading is None or now - reading.at > STALE_S or factor.name not in intended:
                 continue
             value = self._in_unit(factor, reading.value)
             if factor.level_of(value) != intended[factor.name]:
                 out.append(Flag(factor.name, intended[factor.name], value, factor.unit))
+        camera = self._camera
+        if camera is not None and now - camera.at <= STALE_S and isinstance(camera.value, str) \
+                and self.camera_problem(camera.value):
+            out.append(Flag(CAMERA, self._required(), camera.value))
         return out
 
     def stop(self, intended: dict[str, str]) -> tuple[dict[str, Measurement], dict[str, dict[str, Any]]]:
@@ -183,6 +255,9 @@ class TakeCheck:
         for factor in self.protocol.factors:
             kind = factor_kind(factor)
             values = self._take.get(kind, []) if kind else []
+            estimate = ''
+            if kind == ILLUMINANCE and not values and self._take_estimates:
+                values, estimate = list(self._take_estimates), '; '.join(sorted(set(self.estimated.values())))
             if kind is None or not values:
                 if kind is None or kind not in self.available:
                     why = f'nothing at the rig measures {factor.name}'
@@ -197,13 +272,26 @@ class TakeCheck:
             value = self._median(factor, values)
             level = factor.level_of(value)
             record[factor.name] = measurement(factor, value)
+            if estimate:
+                record[factor.name]['estimated'] = estimate
             entry: dict[str, Any] = {'value': value}
             if factor.unit:
                 entry['unit'] = factor.unit
             entry['level'] = level if level is not None else 'none of the protocol\'s'
+            sources = sorted(self.estimated) if estimate else sorted(self._sources[kind])
             entry.update(verdict='within' if level == intended.get(factor.name) else 'outside',
-                         readings=len(values), source=', '.join(sorted(self._sources[kind])))
+                         readings=len(values), source=', '.join(sources))
+            if estimate:
+                entry['estimated'] = estimate
             shown[factor.name] = entry
+        if self._take_camera and (self.protocol.camera.min_resolution or self.protocol.camera.min_rate_hz):
+            seen = self._take_camera[-1]
+            problem = self.camera_problem(seen)
+            record[CAMERA] = {'value': seen, 'verdict': 'outside' if problem else 'within'}
+            shown[CAMERA] = {'value': seen, 'required': self._required(),
+                             'verdict': 'outside' if problem else 'within'}
+            if problem:
+                shown[CAMERA]['why'] = problem
         return record, shown
 
     def _median(self, factor: Factor, values: list[float | str]) -> float | str:

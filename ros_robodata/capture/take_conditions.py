@@ -500,6 +500,13 @@ class LuxCalibration:
     high: float
     samples: int
     rms_log10: float  # the fit's residual, log10(lux): 0.05 is +-12%
+    model: str = 'exposure_gain'  # or 'brightness': x is the brightness alone, fitted (and valid) at one fixed
+    # exposure and gain; `lux` is then called with exposure = gain = 1
+
+    @property
+    def error_pct(self) -> float:
+        """The fit's one-sigma error as a percentage of the lux estimated (10 ** rms_log10 - 1)."""
+        return (10 ** self.rms_log10 - 1) * 100
 
     def lux(self, brightness: float, exposure: float, gain: float) -> float | None:
         """Lux from a frame's brightness and the camera's exposure and gain, None when they fall outside what the

@@ -9,7 +9,12 @@ with the episode folder.
     {"protocol": "hri_expressions", "protocol_sha256": "...", "participant": "P-0001", "take": 1,
      "intended": {"distance": "3-6", "expression": "smile"},
      "measured": {"distance": {"value": 4.2, "verdict": "within"},
-                  "expression": {"value": null, "verdict": "not measured"}}}
+                  "illuminance": {"value": 240, "verdict": "within", "estimated": "+-12% (fit of 9 takes)"},
+                  "expression": {"value": null, "verdict": "not measured"},
+                  "camera": {"value": "1920x1080 at 30.0 Hz", "verdict": "within"}}}
+
+`measured` may hold entries that are not factors: `camera` (the camera against the protocol's requirement) and
+`repetitions` (a gesture take's repetitions and their regularity); one 'outside' takes the take out of spec.
 """
 
 from __future__ import annotations
@@ -34,12 +39,17 @@ _SHA256 = re.compile(r'[0-9a-f]{64}')
 _KEYS = ('protocol', 'protocol_sha256', 'participant', 'take', 'intended', 'measured')
 
 
-class Measurement(TypedDict):
-    """One factor as measured: the value (a number in the factor's unit, or a level; None when not measured) and
-    the verdict ('within', 'outside' or 'not measured')."""
-
+class _Measured(TypedDict):
     value: float | str | None
     verdict: str
+
+
+class Measurement(_Measured, total=False):
+    """One factor as measured: the value (a number in the factor's unit, or a level; None when not measured) and
+    the verdict ('within', 'outside' or 'not measured'); `estimated` when the value is an estimate, not a reading
+    (light from a camera's lux calibration), with the estimate's error ('+-12% (fit of 9 takes)')."""
+
+    estimated: str
 
 
 class TakeRecord(TypedDict):
@@ -104,8 +114,10 @@ def _check(data: object, path: Path) -> TakeRecord:
         raise _bad(path, 'measured', 'expected a mapping of factor to {value, verdict}')
     for factor, entry in measured.items():
         at = f'measured.{factor}'
-        if not isinstance(entry, dict) or set(entry) != {'value', 'verdict'}:
-            raise _bad(path, at, 'expected {value: ..., verdict: within|outside|not measured}')
+        if not isinstance(entry, dict) or not {'value', 'verdict'} <= set(entry) <= {'value', 'verdict', 'estimated'}:
+            raise _bad(path, at, 'expected {value: ..., verdict: within|outside|not measured[, estimated: error]}')
+        if 'estimated' in entry and not (isinstance(entry['estimated'], str) and entry['estimated'].strip()):
+            raise _bad(path, f'{at}.estimated', 'expected the estimate\'s error as text')
         if entry['verdict'] not in VERDICTS:
             raise _bad(path, f'{at}.verdict', f'expected one of {", ".join(VERDICTS)}, got {entry["verdict"]!r}')
         if (entry['value'] is None) != (entry['verdict'] == NOT_MEASURED):

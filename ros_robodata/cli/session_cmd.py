@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ros_robodata.capture.consent_check import check_participant
+from ros_robodata.capture.lux_calibration import calibrated_camera
 from ros_robodata.capture.protocol import SHIPPED_PROTOCOLS, load_protocol
 from ros_robodata.cli.record_cmd import add_recording_arguments, recording_parameters
 from ros_robodata.cli.ros import require_ros
@@ -71,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         check_participant(Path(args.dataset), load_protocol(args.protocol), args.participant)
         capture = {'protocol': args.protocol, 'participant': args.participant,
                    'illuminance_topic': args.illuminance_topic, 'range_topic': args.range_topic,
-                   'camera_topic': args.camera, 'camera_info_topic': args.camera_info}
+                   'camera_topic': args.camera, 'camera_info_topic': args.camera_info,
+                   'lux_calibration': calibrated_camera(args.profile, args.camera)}  # light from its frames
     elif args.participant:
         raise RobodataError('--participant is for a session capturing to a protocol: add --protocol P')
     session = require_ros('session_node', 'a session')

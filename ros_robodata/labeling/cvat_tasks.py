@@ -17,7 +17,9 @@ def cvat_labels(taxonomy: Taxonomy) -> list[dict[str, Any]]:
     """CVAT label spec (what `cvat-cli task create --labels` takes), one label per labelable class.
 
     Type: the one shape of a single-shape class (rectangle, polygon, points), `tag` for tag- or
-    temporal-only classes (CVAT marks time spans as per-frame tags), `any` for several kinds.
+    temporal-only classes (CVAT marks time spans as per-frame tags), `any` for several kinds. The taxonomy's
+    attributes of a class (its own and its ancestors') become mutable select attributes, so they can change along
+    a track.
     """
     labels: list[dict[str, Any]] = []
     for cls in taxonomy.classes:
@@ -31,7 +33,9 @@ def cvat_labels(taxonomy: Taxonomy) -> list[dict[str, Any]]:
             label_type = 'tag'
         else:
             label_type = 'any'
-        labels.append({'name': cls.path, 'color': cls.color, 'type': label_type, 'attributes': []})
+        attributes = [{'name': a.name, 'mutable': True, 'input_type': 'select', 'default_value': a.default,
+                       'values': list(a.values)} for a in taxonomy.attributes_of(cls.path)]
+        labels.append({'name': cls.path, 'color': cls.color, 'type': label_type, 'attributes': attributes})
     return labels
 
 

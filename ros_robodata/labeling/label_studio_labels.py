@@ -2,7 +2,8 @@
 
 A task names its episode in `data.episode_id` (the tasks robodata pushes and exports do); its result items become
 labels by type: `timelinelabels` ranges -> segments (frame numbers through the task's `t_s`, else its `fps`),
-`choices` named `verdict` -> the episode verdict, other `choices` -> per-frame tags, `rectanglelabels` /
+`choices` named `verdict` -> the episode verdict, `choices` of a taxonomy attribute (`attribute_*`, per region) ->
+nothing yet, other `choices` -> per-frame tags, `rectanglelabels` /
 `polygonlabels` (percent of the image) -> boxes / polygons in pixels, `videorectangle` -> a box per keyframe.
 Cancelled (skipped) annotations give no labels.
 """
@@ -17,6 +18,7 @@ from ros_robodata.errors import AnnotationError
 
 TOOL = 'label_studio'
 VERDICT_CONTROL = 'verdict'
+ATTRIBUTE_CONTROL = 'attribute_'  # the per-region Choices label_studio_tasks writes for taxonomy attributes
 
 
 def labels_from_tasks(tasks: Any, *, project: str, where: str,
@@ -90,6 +92,8 @@ def _result_labels(result: Mapping[str, Any], data: Mapping[str, Any], annotator
             return out
         if kind == 'choices':
             choices = value.get('choices') or []
+            if str(result.get('from_name', '')).startswith(ATTRIBUTE_CONTROL):
+                return []  # a region's taxonomy attribute (gaze of a smile): not a label of its own, not kept yet
             if result.get('from_name') == VERDICT_CONTROL:
                 if len(choices) != 1:
                     raise AnnotationError(f'{where}: a verdict needs exactly one choice, got {choices!r}')

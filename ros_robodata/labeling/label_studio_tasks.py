@@ -135,6 +135,31 @@ def _labels(parent: ET.Element, tag: str, name: str, to_name: str, classes: Iter
         ET.SubElement(control, child, attrs)
 
 
+def _attribute_choices(parent: ET.Element, to_name: str, region_tag: str, taxonomy: Taxonomy,
+                       classes: Iterable[Any]) -> None:
+    """Per-region Choices for the classes' attributes, shown when a region of a class that has the attribute is
+    selected (one control per attribute name and value list, named `attribute_NAME`, `attribute_NAME_2` ...)."""
+    groups: dict[tuple[str, tuple[str, ...]], tuple[Any, list[str]]] = {}
+    for cls in classes:
+        for attribute in taxonomy.attributes_of(cls.path):
+            key = (attribute.name, attribute.values)
+            groups.setdefault(key, (attribute, []))[1].append(cls.path)
+    used: dict[str, int] = {}
+    for (name, _), (attribute, paths) in groups.items():
+        used[name] = used.get(name, 0) + 1
+        control_name = f'attribute_{name}' + (f'_{used[name]}' if used[name] > 1 else '')
+        when = {'visibleWhen': 'region-selected', 'whenTagName': region_tag, 'whenLabelValue': ','.join(paths)}
+        box = ET.SubElement(parent, 'View', when)  # the heading shows with its choices only
+        ET.SubElement(box, 'Header', {'value': attribute.description or name, 'size': '6'})
+        control = ET.SubElement(box, 'Choices', {'name': control_name, 'toName': to_name, 'perRegion': 'true',
+                                                 'choice': 'single-radio', 'showInline': 'true', **when})
+        for value in attribute.values:
+            attrs = {'value': value}
+            if value == attribute.default:
+                attrs['selected'] = 'true'
+            ET.SubElement(control, 'Choice', attrs)
+
+
 def _xml(view: ET.Element) -> str:
     ET.indent(view, space='  ')
     return ET.tostring(view, encoding='unicode') + '\n'
@@ -148,15 +173,19 @@ def label_studio_image_config(taxonomy: Taxonomy) -> str:
     for kind, tag in _IMAGE_TAGS.items():
         _labels(view, tag, kind, 'image', taxonomy.with_kind(kind))
     _labels(view, 'Choices', 'tag', 'image', taxonomy.with_kind('tag'), choice='multiple', showInline='true')
+    spatial = [c for c in taxonomy.classes if any(k in _IMAGE_TAGS for k in c.kinds)]
+    _attribute_choices(view, 'image', 'image', taxonomy, spatial)
     return _xml(view)
 
 
 def label_studio_timeline_config(taxonomy: Taxonomy) -> str:
-    """Labeling config for the episode tasks: TimelineLabels with the temporal classes over `$video`."""
+    """Labeling config for the episode tasks: TimelineLabels with the temporal classes over `$video`, and a
+    per-region Choices for each attribute of theirs (shown when a span of a class that has it is selected)."""
     view = ET.Element('View')
     ET.SubElement(view, 'Header', {'value': '$episode_id'})
     _labels(view, 'TimelineLabels', 'timeline', 'video', taxonomy.with_kind('temporal'))
     ET.SubElement(view, 'Video', {'name': 'video', 'value': '$video', 'frameRate': '$fps', 'timelineHeight': '120'})
+    _attribute_choices(view, 'video', 'video', taxonomy, taxonomy.with_kind('temporal'))
     return _xml(view)
 
 

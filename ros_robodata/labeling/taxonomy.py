@@ -17,6 +17,11 @@ File format::
         kinds: [temporal, tag]          # bbox, polygon, keypoints, temporal, tag; [] = group only
         keypoints: [tip_left, tip_right] # optional, for kind keypoints (COCO keypoint names)
         skeleton: [[1, 2]]              # optional, 1-based pairs of keypoints (COCO skeleton)
+        attributes:                     # optional context a label of it carries (see below)
+          - name: gaze
+            values: [eye_contact, looking_away]
+            default: eye_contact        # optional; the first value unless given
+            description: where the participant looks
 
 Classes are hierarchical by their slash path. A child may be listed without its parent: the parent
 is implied. A listed class with no kinds is a group heading, never offered as a label.
@@ -29,6 +34,12 @@ joined with '.' (`a.b.c`). Segments cannot contain '.', so the names stay unique
 a spatial kind (bbox, polygon, keypoints) become COCO categories: COCO has no place for temporal
 segments or image tags. Ids: explicit ids are kept; classes without one are numbered after the
 largest explicit id, in file order, so give ids to classes whose numbers must never change.
+
+Attributes are the context of a label (a smile with eye contact is not a smile looking away): each is one choice
+among its `values`, set per label (per region in Label Studio, a mutable select in CVAT, so it may change along a
+span or a track). A class carries its own attributes and those of its listed ancestors (an attribute on
+`hri/expression` applies to every expression; a child's attribute of the same name replaces its ancestor's).
+Optional: a taxonomy without attributes reads and exports as before.
 """
 
 from __future__ import annotations
@@ -52,7 +63,18 @@ FORMAT_VERSION = 1
 
 _SEGMENT = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
 _COLOR = re.compile(r'#[0-9a-fA-F]{6}')
-_ENTRY_KEYS = ('name', 'id', 'color', 'description', 'kinds', 'keypoints', 'skeleton')
+_ENTRY_KEYS = ('name', 'id', 'color', 'description', 'kinds', 'keypoints', 'skeleton', 'attributes')
+_ATTRIBUTE_KEYS = ('name', 'values', 'default', 'description')
+
+
+@dataclass(frozen=True)
+class TaxonomyAttribute:
+    """A label's context: one of `values`, `default` unless the annotator says otherwise."""
+
+    name: str
+    values: tuple[str, ...]
+    default: str
+    description: str = ''
 _TOP_KEYS = ('version', 'name', 'classes')
 
 
@@ -67,6 +89,7 @@ class TaxonomyClass:
     kinds: tuple[str, ...] = ()
     keypoints: tuple[str, ...] = ()
     skeleton: tuple[tuple[int, int], ...] = ()
+    attributes: tuple[TaxonomyAttribute, ...] = ()  # its own; `Taxonomy.attributes_of` adds its ancestors'
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -105,6 +128,18 @@ class Taxonomy:
             return self._by_path[path]
         except KeyError:
             raise TaxonomyError(f'{self.source}: no class {path!r}') from None
+
+    def attributes_of(self, path: str) -> tuple[TaxonomyAttribute, ...]:
+        """The attributes a label of `path` carries: its listed ancestors' (outermost first), then its own; a
+        nearer one replaces an outer one of the same name."""
+        cls = self.get(path)
+        chain = ['/'.join(cls.segments[:depth]) for depth in range(1, len(cls.segments))]
+        found: dict[str, TaxonomyAttribute] = {}
+        for ancestor in chain:
+            if ancestor in self._by_path:
+                found.update((a.name, a) for a in self._by_path[ancestor].attributes)
+        found.update((a.name, a) for a in cls.attributes)
+        return tuple(found.values())
 
     def parents(self) -> list[str]:
         """Every ancestor path (listed or implied), in first-seen order, for tools that show a tree."""
@@ -276,6 +311,7 @@ def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
     if len(set(keypoints)) != len(keypoints):
         raise TaxonomyError(f'{where}: a keypoint name is repeated')
     skeleton = _skeleton(entry.get('skeleton', []), len(keypoints), where)
+    attributes = _attributes(entry.get('attributes', []), where)
     return {
         'path': raw_path,
         'id': class_id,
@@ -284,7 +320,45 @@ def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
         'kinds': tuple(kinds),
         'keypoints': tuple(keypoints),
         'skeleton': skeleton,
+        'attributes': attributes,
     }
+
+
+def _attributes(value: Any, where: str) -> tuple[TaxonomyAttribute, ...]:
+    """A class's attributes, or one line naming the attribute and what is wrong with it."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise TaxonomyError(f'{where}: attributes must be a list of {{name, values}}')
+    out: list[TaxonomyAttribute] = []
+    for k, item in enumerate(value):
+        at = f'{where}: attributes[{k}]'
+        if not isinstance(item, Mapping) or not isinstance(item.get('name'), str):
+            raise TaxonomyError(f'{at}: expected a mapping with a name and values')
+        at = f'{at} {item["name"]!r}'
+        unknown = [key for key in item if key not in _ATTRIBUTE_KEYS]
+        if unknown:
+            raise TaxonomyError(f'{at}: unknown key {unknown[0]!r} (expected {", ".join(_ATTRIBUTE_KEYS)})')
+        if not _SEGMENT.fullmatch(item['name']):
+            raise TaxonomyError(f'{at}: bad name (letters, digits, _ and -)')
+        if any(a.name == item['name'] for a in out):
+            raise TaxonomyError(f'{at}: listed twice')
+        values = _string_list(item.get('values'), at, 'values')
+        if not values:
+            raise TaxonomyError(f'{at}: values must list at least one value')
+        bad = next((v for v in values if not _SEGMENT.fullmatch(v)), None)
+        if bad is not None:
+            raise TaxonomyError(f'{at}: bad value {bad!r} (letters, digits, _ and -)')
+        if len(set(values)) != len(values):
+            raise TaxonomyError(f'{at}: a value is repeated')
+        default = item.get('default', values[0])
+        if default not in values:
+            raise TaxonomyError(f'{at}: default {default!r} is not one of its values')
+        description = item.get('description', '') or ''
+        if not isinstance(description, str):
+            raise TaxonomyError(f'{at}: description must be a string')
+        out.append(TaxonomyAttribute(item['name'], tuple(values), default, description.strip()))
+    return tuple(out)
 
 
 def _string_list(value: Any, where: str, key: str) -> list[str]:

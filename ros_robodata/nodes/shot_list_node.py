@@ -15,7 +15,7 @@ judges the readings, capture.take_save writes the take; this node only wires top
   within a tick (TICK_S) of the reading.
 
 Parameters: protocol (a file or a shipped name), participant, dataset, illuminance_topic, range_topic,
-camera_topic, camera_info_topic, measure_rate_hz.
+camera_topic, camera_info_topic, measure_rate_hz, lux_calibration (PROFILE:CAMERA: light estimated from the frames).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from std_msgs.msg import String
 from ros_robodata.capture.consent_check import check_participant
 from ros_robodata.capture.coverage import Coverage, coverage
 from ros_robodata.capture.frame_measure import FrameMeasurer
+from ros_robodata.capture.lux_calibration import error_text, profile_camera_calibration
 from ros_robodata.capture.protocol import load_protocol
 from ros_robodata.capture.shot_list import ShotList, Take, empty_coverage
 from ros_robodata.capture.take_check import DISTANCE, ILLUMINANCE, ORIENTATION, TakeCheck, rig_sources, take_record
@@ -66,6 +67,9 @@ class ShotListNode(Node):
                                                                    "camera_info beside the image topic")
         rate_hz = declare(self, 'measure_rate_hz', 2.0, 'The most camera frames measured a second (the latest '
                                                          'frame each time; the others are skipped)')
+        lux_calibration = declare(self, 'lux_calibration', '', "PROFILE:CAMERA whose lux_calibration estimates the "
+                                                               "light from camera_topic's frames without a meter; "
+                                                               "'' or none: none")
         if not protocol or not dataset:
             raise RobodataError('parameters `protocol` and `dataset` are required')
         self.protocol = load_protocol(protocol)
@@ -80,7 +84,10 @@ class ShotListNode(Node):
         kinds = self.check.measured_kinds()
         self.measurer: FrameMeasurer | None = None
         if camera_topic and {DISTANCE, ORIENTATION} & set(kinds):  # the camera measures what the protocol varies
-            self.measurer = FrameMeasurer(f'{camera_topic} (faces)', float(rate_hz))
+            calibration = profile_camera_calibration('' if lux_calibration == 'none' else lux_calibration)
+            self.measurer = FrameMeasurer(f'{camera_topic} (faces)', float(rate_hz), calibration=calibration)
+            if calibration is not None:
+                self.check.estimate_lux_from(self.measurer.source, error_text(calibration))
         self._recording: tuple[str, Take] | None = None
         self._message = ''
         self._last_status: tuple[Any, str] | None = None

@@ -106,5 +106,7 @@ def profile_from_dict(data: Mapping[str, Any], source: str | os.PathLike[str] = 
     for camera in content['topics']['cameras']:
         if not camera.get('pii'):  # a key added later, at its default: the hash every earlier dataset recorded stays
             camera.pop('pii', None)
+        if camera.get('lux_calibration') is None:  # likewise
+            camera.pop('lux_calibration', None)
     canonical = json.dumps(content, sort_keys=True, separators=(',', ':'), allow_nan=False)
     return dataclasses.replace(profile, sha256=hashlib.sha256(canonical.encode('utf-8')).hexdigest())

@@ -106,6 +106,45 @@ class GripperSpec(TopicSpec):
             raise _Invalid(reason, 'closed_position')
 
 
+def _lux_model(value: str) -> None:
+    if value not in LUX_MODELS:
+        raise _Invalid(f'expected one of {", ".join(LUX_MODELS)}, got {value!r}')
+
+
+LUX_MODELS = ('exposure_gain', 'brightness')
+
+
+@dataclass(frozen=True, kw_only=True)
+class LuxCalibrationSpec:
+    """A camera's fitted light response, written by `robodata calibrate lux`: lux = a * x ** b, where x is the
+    frame's mean 8-bit brightness divided by exposure x gain (model exposure_gain) or the brightness alone (model
+    brightness: valid only at the fixed exposure and gain it was fitted at). Used for takes without a lux meter,
+    marked as estimated with the fit's error; outside low..high (x 1.5) the light is "not measured"."""
+
+    # exposure_gain or brightness (see above).
+    model: str = field(metadata=_rule(_lux_model))
+    # The fit's factor and exponent.
+    a: float = field(metadata=_rule(_positive))
+    b: float
+    # The range of x the samples covered.
+    low: float = field(metadata=_rule(_positive))
+    high: float = field(metadata=_rule(_positive))
+    # Takes fitted from, and the fit's residual in log10(lux) (0.05 is about +-12%).
+    samples: int = field(metadata=_rule(_positive))
+    rms_log10: float = field(metadata=_rule(_non_negative))
+    # Where the camera publishes exposure and linear gain (std_msgs Float64/Float32), for model exposure_gain.
+    exposure_topic: str | None = field(default=None, metadata=_rule(_topic_name))
+    gain_topic: str | None = field(default=None, metadata=_rule(_topic_name))
+    # When it was fitted (UTC, ISO 8601), from which dataset.
+    fitted: str = ''
+
+    def _validate(self) -> None:
+        if self.high < self.low:
+            raise _Invalid(f'is below low ({self.low:g})', 'high')
+        if self.model == 'exposure_gain' and (self.exposure_topic is None or self.gain_topic is None):
+            raise _Invalid('model exposure_gain needs exposure_topic and gain_topic', 'model')
+
+
 @dataclass(frozen=True, kw_only=True)
 class CameraSpec(TopicSpec):
     """A camera stream; `name` labels its frames in exports and reports."""
@@ -115,6 +154,9 @@ class CameraSpec(TopicSpec):
     # The camera films people (operators, bystanders): its frames are personal data and are not exported (export
     # frames, export lerobot, review push) without --allow-pii or --blur-faces.
     pii: bool = False
+    # Its light response, for takes without a lux meter (`robodata calibrate lux` writes it); None: not calibrated,
+    # and such takes' light is "not measured".
+    lux_calibration: LuxCalibrationSpec | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
