@@ -121,7 +121,7 @@ def test_a_different_robot_is_refused_in_one_line_naming_both(make_demo_dataset:
 
     assert code == 1
     assert len(err.strip().splitlines()) == 1
-    assert 'pooling different embodiments is not supported yet' in err
+    assert 'pooling different embodiments is not supported yet here (`robodata merge` pools them' in err
     assert a.profile.sha256[:12] in err and b.profile.sha256[:12] in err
     assert _files(b.root) == before and b.episode_ids() == []
 
@@ -195,17 +195,28 @@ def test_merge_pools_every_episode_and_maps_clashing_ids(make_demo_dataset: Make
     assert code == 1 and 'not an empty folder' in err
 
 
-def test_merge_of_two_robots_is_refused_and_leaves_nothing(make_demo_dataset: MakeDataset, tmp_path: Path,
-                                                           sim_cell_profile_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_merge_of_two_robots_keeps_both_profiles_and_copies_follow(make_demo_dataset: MakeDataset, tmp_path: Path,
+                                                                   sim_cell_profile_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     a = make_demo_dataset(1, name='a')
     other = yaml.safe_load(sim_cell_profile_path.read_text())
     other['robot'] = {**other.get('robot', {}), 'name': 'another_arm'}
     (tmp_path / 'other.yaml').write_text(yaml.safe_dump(other))
     b = Dataset.create(tmp_path / 'b', profile=load_profile(tmp_path / 'other.yaml'))
-    code, _, err = _run(['merge', str(a.root), str(b.root), '--into', str(tmp_path / 'c')], capsys)
-    assert code == 1 and 'pooling different embodiments is not supported yet' in err
-    assert not (tmp_path / 'c').exists() and not list(tmp_path.glob('c.partial-*'))
+    code, out, err = _run(['merge', str(a.root), str(b.root), '--into', str(tmp_path / 'c')], capsys)
+    assert code == 0, err
+    assert '2 embodiments: sim_cell_arm, another_arm' in out
+    c = Dataset.open(tmp_path / 'c')
+    listed = yaml.safe_load((c.root / 'dataset.yaml').read_text())['embodiments']
+    assert [(e['name'], e['sha256']) for e in listed] == [('sim_cell_arm', a.profile.sha256),
+                                                         ('another_arm', b.profile.sha256)]
+    (copied,) = c.episode_ids()
+    assert c.episode(copied).profile_sha256 == a.profile.sha256  # filled in by the copy: its profile found again
+    # a dataset of several robots takes an episode of any of them; a merge of it keeps them all
+    code, _, err = _run(['merge', str(c.root), '--into', str(tmp_path / 'd')], capsys)
+    assert code == 0, err
+    assert yaml.safe_load((tmp_path / 'd' / 'dataset.yaml').read_text())['embodiments'] == listed
+    assert [e['action'] for e in _audit(c)].count('add_embodiments') == 1
 
 
 def test_a_merge_killed_midway_leaves_the_sources_intact_and_no_half_dataset(make_demo_dataset: MakeDataset,

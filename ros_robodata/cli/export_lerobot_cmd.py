@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from ros_robodata.cli.command_common import EXIT_OK, EXIT_PARTIAL, print_json, progress, stderr, stdout
@@ -11,8 +12,10 @@ from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.dataset import Dataset
 from ros_robodata.dataset.targets import Filters, select_rows
 from ros_robodata.dataset.tombstones import read_tombstones
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import ExportError, RobodataError
 from ros_robodata.export.lerobot import LeRobotOptions, Policy, export_lerobot, parse_ratio, parse_split
+from ros_robodata.export.lerobot.lerobot_check import GATES, DatasetCheck, check_lerobot_dataset, lerobot_python
+from ros_robodata.export.lerobot.lerobot_pool import MIXTURE_FILE, export_pool, parse_weights
 from ros_robodata.export.lerobot.lerobot_video import CODECS
 from ros_robodata.governance.release import read_release, verify_release
 from ros_robodata.vocabulary import OUTCOMES
@@ -63,6 +66,24 @@ def add_parser(kinds: Any) -> None:
                      help='a data parquet file is closed past this size, between episodes (default 100, as LeRobot)')
     how.add_argument('--video-file-mb', type=float, default=500.0,
                      help='a camera\'s MP4 is closed past this size, between episodes (default 500, as LeRobot)')
+    pool = p.add_argument_group('a training mix across robots (a dataset of several: robodata merge)')
+    pool.add_argument('--pool', action='store_true',
+                      help='one LeRobot dataset per robot (embodiment) in OUT/<robot>/, each with its own state and '
+                           'action, the curation policy applied to each robot\'s episodes alone, and OUT/mixture.json: '
+                           'per source (robot) its sampling weight, embodiment tag, counts and the normalisation '
+                           'statistics of its state and action')
+    pool.add_argument('--weights', metavar='W',
+                      help='sampling weights in mixture.json: "episodes" (by episode count, the default), "hours" (by '
+                           'duration), or per source, e.g. sim_cell_arm=0.7,reachy2=0.3 (normalised to add up to 1)')
+    pool.add_argument('--unify', choices=['pad'],
+                      help='pad: one dataset instead, state and action padded with zeros to the widest robot, '
+                           'observation.state_mask and action_mask (1.0: a real dimension) and an embodiment column; '
+                           'cameras are left out; implies --pool')
+    p.add_argument('--check', action='store_true',
+                   help='then check each dataset written as a trainer needs it: fps, timestamps on the fps grid, no '
+                        'NaN in state or action, statistics for every feature, and LeRobot\'s own LeRobotDataset loads '
+                        'it and draws a batch (in $ROBODATA_LEROBOT_PYTHON, else .venv-lerobot: '
+                        'tools/lerobot_venv.py makes it); a failed gate exits 1, the export stays')
     add_pii_arguments(p, 'video frame')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
     p.set_defaults(func=run)
@@ -113,10 +134,17 @@ def run(args: argparse.Namespace) -> int:
         raise RobodataError(f'{dataset.root}: has no robot profile to read its episodes with')
     if args.task or args.where:
         ids = [row.id for row in select_rows(dataset, Filters(task=args.task, where=args.where))]
+    if args.pool or args.unify:
+        return _run_pool(args, dataset, options, ids)
+    if args.weights:
+        raise RobodataError('--weights: weighs the sources of a pooled export: add --pool')
+    if args.check:
+        lerobot_python()  # before the work: a check that cannot run is said first
     result = export_lerobot(dataset, args.out, options, episode_ids=ids,
                             progress=lambda it: progress(it, 'exporting', quiet=args.json))
+    checks = _checks([result.out_dir], options.fps, quiet=args.json) if args.check else []
     if args.json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), **({'check': [c.to_json() for c in checks]} if args.check else {})})
     else:
         for warning in result.selection.warnings + result.notes:
             stdout.print(f'warning: {warning}', markup=False)
@@ -132,6 +160,61 @@ def run(args: argparse.Namespace) -> int:
             stdout.print(f'faces blurred: {result.faces_blurred}', markup=False)
     for episode_id, reason in result.failed.items():
         stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
+    _check_verdict(checks)
+    return EXIT_PARTIAL if result.failed else EXIT_OK
+
+
+def _checks(roots: list[Path], fps: int | None, *, quiet: bool) -> list[DatasetCheck]:
+    """--check on each dataset written, said per dataset (unless --json)."""
+    out = []
+    for root in roots:
+        check = check_lerobot_dataset(root, fps=fps)
+        out.append(check)
+        if quiet:
+            continue
+        if check.ok:
+            shapes = ', '.join(f'{k} {v}' for k, v in check.batch.get('shapes', {}).items()
+                               if k.startswith(('observation', 'action')))
+            stdout.print(f'check {root}: {", ".join(GATES)}: ok ({shapes})', markup=False)
+        for gate, problem in check.problems.items():
+            if problem:
+                stdout.print(f'check {root}: {gate}: FAILED: {problem}', markup=False)
+    return out
+
+
+def _check_verdict(checks: list[DatasetCheck]) -> None:
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        first = next(f'{g}: {p}' for g, p in failed[0].problems.items() if p)
+        raise ExportError(f'{failed[0].root}: the export is written but fails --check ({first}'
+                          + (f'; {len(failed) - 1} more dataset(s) fail' if len(failed) > 1 else '') + ')')
+
+
+def _run_pool(args: argparse.Namespace, dataset: Dataset, options: LeRobotOptions, ids: list[str] | None) -> int:
+    weights = parse_weights(args.weights)
+    if args.check:
+        lerobot_python()  # before the work: a check that cannot run is said first
+    result = export_pool(dataset, args.out, options, episode_ids=ids, weights=weights,
+                         unify=args.unify, progress=lambda it: progress(it, 'exporting', quiet=args.json))
+    roots = [result.out_dir] if args.unify else [result.out_dir / s['path'] for s in result.mixture['sources']]
+    checks = _checks(roots, options.fps, quiet=args.json) if args.check else []
+    if args.json:
+        print_json({**result.to_json(), **({'check': [c.to_json() for c in checks]} if args.check else {})})
+    else:
+        for warning in [w for part in result.parts.values() for w in part.selection.warnings + part.notes] \
+                + result.notes:
+            stdout.print(f'warning: {warning}', markup=False)
+        for name, why in result.left_out.items():
+            stdout.print(f'{name}: left out: {why}', markup=False)
+        for source in result.mixture['sources']:
+            stdout.print(f'{source["name"]}: {source["lerobot_episodes"]} LeRobot episode(s), {source["frames"]} '
+                         f'frame(s) at {source["fps"]} fps, state {len(source["state_names"])} / action '
+                         f'{len(source["action_names"])}, weight {source["weight"]:.3f}', markup=False)
+        how = 'one padded dataset' if args.unify else f'{len(result.parts)} dataset(s)'
+        stdout.print(f'{how} and {MIXTURE_FILE} -> {result.out_dir}', markup=False)
+    for episode_id, reason in result.failed.items():
+        stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
+    _check_verdict(checks)
     return EXIT_PARTIAL if result.failed else EXIT_OK
 
 

@@ -1,4 +1,4 @@
-"""`robodata merge A B ... --into C`: datasets of one robot pooled into a new one, whole or not at all."""
+"""`robodata merge A B ... --into C`: datasets (of one robot or several) pooled into a new one, whole or not at all."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from ros_robodata.dataset.merge import MERGE_FILE, merge_datasets
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser('merge', help='pool datasets of the same robot into a new dataset',
-                       description='Copy every episode of the source datasets (one robot profile: pooling different '
-                                   'embodiments is not supported yet) into a new dataset, built beside it and put in '
-                                   'place whole; ids that clash get -2, -3... and merge.json keeps every source '
+    p = sub.add_parser('merge', help='pool datasets (of one robot or several) into a new dataset',
+                       description='Copy every episode of the source datasets into a new dataset, built beside it and '
+                                   'put in place whole. Datasets of different robots pool too: each episode keeps its '
+                                   'own robot profile (profiles/<robot>.yaml, listed in dataset.yaml) and every '
+                                   'command reads it with its own. Ids that clash get -2, -3... and merge.json keeps '
+                                   'every source '
                                    "episode's new id. The sources are only read. Discarded episodes are left out "
                                    'unless --all.')
     p.add_argument('sources', nargs='+', metavar='DATASET', help='the datasets to pool')
@@ -45,6 +47,8 @@ def run_merge(args: argparse.Namespace) -> int:
             stdout.print(f'  {pooled.source_id} -> {pooled.new_id}', markup=False)
         for note in run.notes:
             stdout.print(f'  {note}', markup=False)
-    stdout.print(f'merged {merged.episodes} episode(s) into {merged.root} ({MERGE_FILE} maps every id)',
+    robots = f', {len(merged.embodiments)} embodiments: {", ".join(merged.embodiments)}' \
+        if len(merged.embodiments) > 1 else ''
+    stdout.print(f'merged {merged.episodes} episode(s) into {merged.root} ({MERGE_FILE} maps every id{robots})',
                  markup=False)
     return 0

@@ -75,10 +75,11 @@ def check_same_robot(source: Dataset, target: Dataset) -> None:
         DatasetError: either has no robot profile, or the profiles differ.
     """
     theirs, ours = _profile_sha(source), _profile_sha(target)
-    if theirs != ours:
+    listed = {str(e.get('sha256')) for e in target.info.get('embodiments') or [] if isinstance(e, dict)}
+    if theirs != ours and theirs not in listed:  # a dataset of several embodiments (dataset/embodiments.py) takes it
         raise DatasetError(f'{source.root} (robot profile {theirs[:12]}) and {target.root} (robot profile '
                            f'{ours[:12]}) have different robot profiles: pooling different embodiments is not '
-                           'supported yet')
+                           'supported yet here (`robodata merge` pools them into a new dataset)')
 
 
 def _profile_sha(dataset: Dataset) -> str:
@@ -179,6 +180,8 @@ def _copy_one(source: Dataset, target: Dataset, episode_id: str, *, link: bool, 
     with staging_folder(target, new_id) as staging:
         linked = _fill(from_dir, staging, link, notes)
         episode.id = new_id
+        if not episode.profile_sha256:  # which profile reads it, once it shares a dataset with other robots
+            episode.profile_sha256, episode.robot = source.profile.sha256, episode.robot or source.profile.robot.name
         episode.copied_from = [*episode.copied_from, {
             'dataset': source.name, 'path': str(source.root.resolve()), 'episode': episode_id, 'how': how,
             'bag': 'linked' if linked else 'copied', 'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')}]

@@ -3,6 +3,10 @@
 Every command names its input the same way and answers a wrong one in the same words (dataset / episode /
 bag), with the next step. Analysis commands work on `Item`s: an episode of a dataset (results are written
 beside it) or a bag on its own (results are printed, nothing is written next to somebody else's recording).
+
+Why one module: resolving the target, picking its episodes (and its profile: a dataset of several robots gives the
+picked episodes' own, dataset/embodiments.py) and saying why none were picked share Filters and their wording; apart,
+the commands' answers to the same input would drift.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Union
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset, is_dataset
+from ros_robodata.dataset.embodiments import holds_several, one_profile, profile_of
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_query import EpisodeQuery, compile_query
 from ros_robodata.dataset.importers.import_common import episode_id_for
@@ -157,9 +162,11 @@ def need(target: Target, *kinds: str, hint: str = '') -> Target:
 
 
 def profile_for(target: Target, profile_path: str | os.PathLike[str] | None) -> Profile:
-    """The robot profile to read the target with: the one given, else the dataset's own snapshot."""
+    """The robot profile to read the target with: the one given, else the dataset's (the episode's: embodiments.py)."""
     if profile_path:
         return load_profile(profile_path)
+    if target.episode_id is not None and target.dataset is not None and holds_several(target.dataset):
+        return profile_of(target.dataset, target.dataset.episode(target.episode_id))
     if target.dataset is not None:
         return target.dataset.profile
     if target.kind == 'lerobot':
@@ -370,6 +377,8 @@ def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None
 
         check_lerobot_profile(resolved.path, chosen_profile)
     items = select(resolved, filters, need_bag=need_bag, profile=chosen_profile) if pick else []
+    if profile is None and resolved.dataset is not None and items and holds_several(resolved.dataset):
+        chosen_profile = one_profile(resolved.dataset, [i.episode for i in items if i.episode is not None])
     return Work(resolved, chosen_profile, items)
 
 

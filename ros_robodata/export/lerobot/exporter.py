@@ -26,7 +26,8 @@ from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.copies import record_copy
 from ros_robodata.dataset.dataset import Dataset
-from ros_robodata.errors import ExportError, RobodataError
+from ros_robodata.dataset.embodiments import one_profile
+from ros_robodata.errors import DatasetError, ExportError, ProfileError, RobodataError
 from ros_robodata.export.face_blur import FaceBlur
 from ros_robodata.export.lerobot import stats
 from ros_robodata.export.lerobot.card import write_card
@@ -157,7 +158,8 @@ def _camera_frames(bag: Path, profile: Profile, grid: EpisodeGrid, order: np.nda
 
 def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRobotOptions | None = None, *,
                    episode_ids: list[str] | None = None,
-                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> LeRobotExport:
+                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+                   profile: Profile | None = None, record: bool = True) -> LeRobotExport:
     """Export the dataset's episodes chosen by the policy as a LeRobot v3.0 dataset at `out`, ready to train a
     policy on; written in a staging folder and moved into place whole, so a failed export leaves nothing.
 
@@ -167,17 +169,31 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
         options: the curation policy and the format (fps, cameras, action, codec, file sizes).
         episode_ids: the episodes the policy chooses from; None: every episode of the dataset.
         progress: wraps the episodes to show progress.
+        profile: the robot profile to read the episodes with; None: theirs (a dataset of several robots: the kept
+            episodes must all be one robot's; `export_pool` writes one dataset per robot).
+        record: record the export in the dataset's copies (False: a part `export_pool` builds on, recorded there).
 
     Raises:
         ExportError: `out` is not empty, no episode passes the policy, nothing could be exported, episodes
-            have different joints, or a camera the profile marks `pii: true` is exported without
+            have different joints or robots, or a camera the profile marks `pii: true` is exported without
             options.allow_pii or options.blur_faces (granted, either is written to the dataset's audit.jsonl).
         DatasetError: the dataset has no robot profile.
         RobodataError: the options are out of range or name a camera or topic the profile does not have.
     """
     options = options or LeRobotOptions()
     options.check()
-    profile = dataset.profile
+    selection = select(candidates(dataset, episode_ids if episode_ids is not None else dataset.episode_ids()),
+                       options.policy)
+    if not selection.kept:
+        raise ExportError(f'{dataset.root}: no episode passes the policy ({len(selection.left_out)} left out: '
+                          + '; '.join(f'{k}: {v}' for k, v in list(selection.left_out.items())[:5]) + ')')
+    if profile is None:
+        try:
+            profile = one_profile(dataset, [dataset.episode(e) for e in selection.kept])
+        except (DatasetError, ProfileError):
+            raise
+        except RobodataError as err:
+            raise ExportError(f'{err}, or --pool for one LeRobot dataset per robot') from None
     out_dir = Path(out)
     cameras = [c.name for c in profile.topics.cameras]
     if options.cameras is not None:
@@ -190,11 +206,6 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
                                if c.name in cameras and c.rate_hz), 30)
     notes: list[str] = []
     action_topic = _action_topic(profile, options.action_topic, notes)
-    selection = select(candidates(dataset, episode_ids if episode_ids is not None else dataset.episode_ids()),
-                       options.policy)
-    if not selection.kept:
-        raise ExportError(f'{dataset.root}: no episode passes the policy ({len(selection.left_out)} left out: '
-                          + '; '.join(f'{k}: {v}' for k, v in list(selection.left_out.items())[:5]) + ')')
     staging = _prepare_out(out_dir)
     result = LeRobotExport(out_dir, selection, notes=notes)
     started = time.perf_counter()
@@ -239,7 +250,8 @@ def export_lerobot(dataset: Dataset, out: str | os.PathLike[str], options: LeRob
             out_dir.rmdir()  # found empty above
         staging.rename(out_dir)
         # where the data went, so `robodata retire` can withdraw it (a LeRobot dataset is deleted whole)
-        if note := record_copy(dataset.root, 'lerobot', out_dir, [e for e in selection.kept if e not in result.failed]):
+        if record and (note := record_copy(dataset.root, 'lerobot', out_dir,
+                                           [e for e in selection.kept if e not in result.failed])):
             result.notes.append(note)
     except BaseException:
         with contextlib.suppress(Exception):
