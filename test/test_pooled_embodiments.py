@@ -304,3 +304,15 @@ def test_pool_options_that_cannot_work_are_refused_before_anything_is_written(
     code, _, err = _run(['export', 'lerobot', str(pooled), '--out', str(out), '--pool', '--check'], capsys)
     assert code == 1 and 'no Python with lerobot was found' in err and len(err.strip().splitlines()) == 1
     assert not out.exists() and not list(tmp_path.glob('.x*'))
+
+
+def test_an_episode_of_another_robot_is_not_copied_into_a_dataset_of_one(pooled: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    ds = Dataset.open(pooled)
+    by_robot = {profile_of(ds, ds.episode(i)).robot.name: i for i in ds.episode_ids()}
+    sim_only = Dataset.create(tmp_path / 'sim_only', profile=load_profile(PROFILE))  # the pool's first robot
+    code, out, err = _run(['episodes', 'copy', str(pooled), '--episode', by_robot['reachy2'],
+                           by_robot['sim_cell_arm'], '--into', str(sim_only.root)], capsys)
+    assert code == 3, (out, err)
+    assert f'{by_robot["reachy2"]}: not copied: recorded with robot reachy2' in err
+    assert Dataset.open(sim_only.root).episode_ids() == [by_robot['sim_cell_arm']]

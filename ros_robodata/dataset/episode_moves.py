@@ -19,6 +19,7 @@ from typing import Any
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.embodiments import embodiment_of, holds_several
 from ros_robodata.dataset.episode import Episode, write_episode
 from ros_robodata.dataset.participants import add_participant, read_participants
 from ros_robodata.dataset.sidecars import restore_reviewed_outcome, restore_scores
@@ -141,7 +142,7 @@ def copy_episodes(source: Dataset, target: Dataset, episode_ids: list[str], *, l
             shutil.rmtree(aside, ignore_errors=True)
     with import_lock(target):
         for episode_id in dict.fromkeys(episode_ids):  # each once, in the order given
-            why = _refusal(source, episode_id, verb, move)
+            why = _refusal(source, episode_id, verb, move) or _other_robot(source, target, episode_id)
             if why:
                 run.refused[episode_id] = why
                 continue
@@ -161,6 +162,19 @@ def _refusal(source: Dataset, episode_id: str, verb: str, move: bool) -> str:
     if why and (move or (row is not None and row.state == 'retired')):
         return why
     return ''
+
+
+def _other_robot(source: Dataset, target: Dataset, episode_id: str) -> str:
+    """Why an episode of a dataset of several robots cannot go into `target` ('' when it can): `target` neither
+    has nor lists its robot's profile (check_same_robot judged the source's first robot only)."""
+    if not holds_several(source):
+        return ''
+    theirs = embodiment_of(source, source.episode(episode_id))
+    listed = {str(e.get('sha256')) for e in target.info.get('embodiments') or [] if isinstance(e, dict)}
+    if theirs.sha256 == _profile_sha(target) or theirs.sha256 in listed:
+        return ''
+    return (f'recorded with robot {theirs.name} (profile {theirs.sha256[:12]}), which {target.root} does not '
+            'hold: `robodata merge` pools several robots into a new dataset')
 
 
 def _valid(episode_id: str) -> bool:
