@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,28 @@ def test_coverage_refuses_a_bad_next_and_a_bad_protocol_in_one_line(
     assert capsys.readouterr().err == (f"robodata coverage: error: {bad}: take_per_cell: unknown key (did you mean "
                                        "'takes_per_cell'?); allowed: name, description, factors, takes_per_cell, "
                                        "design, camera, participants, repetition\n")
+
+
+def test_the_report_shows_the_coverage_heatmap_with_the_counts_coverage_gives(
+        studio: tuple[Dataset, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dataset, protocol_path = studio
+    assert main(['score', str(dataset.root), '--no-images']) == 0
+    page = tmp_path / 'report.html'
+    assert main(['report', str(dataset.root), '--protocol', str(protocol_path), '--out', str(page)]) == 0
+    capsys.readouterr()
+    section = page.read_text(encoding='utf-8').split('<section id="coverage">', 1)[1].split('</section>', 1)[0]
+    assert 'small: takes' not in section and 'takes 2/8 within spec, 6 missing' in section
+    header = re.findall(r'<th class="num">([^<]*)<br>([^<]*)</th>', section)
+    assert header == [('age_group', '18-29'), ('age_group', '65+')]
+    rows = {m[0]: m[1:] for m in re.findall(
+        r'<tr><th scope="row">([^<]*)</th><td[^>]*>(\d+)/(\d+)</td><td class="num">(\d+)</td>'
+        r'<td[^>]*>(\d+)</td><td[^>]*>(\d+)</td></tr>', section)}
+    result = coverage(dataset, load_protocol(protocol_path))
+    assert rows == {c.cell.key: (str(c.within_spec), str(c.cell.required), str(c.captured),
+                                 str(c.by_group.get(('age_group', '18-29'), 0)),
+                                 str(c.by_group.get(('age_group', '65+'), 0))) for c in result.cells}
+    assert rows['distance=3-6 expression=smile'] == ('1', '2', '1', '1', '0')  # P-1 is 18-29
+    assert 'Participants per group: age_group 18-29: 1/1 participants; age_group 65+: 0/1 participants.' in section
+    assert main(['report', str(dataset.root), '--protocol', str(tmp_path / 'missing.yaml'),
+                 '--out', str(tmp_path / 'other.html')]) == 1
+    assert not (tmp_path / 'other.html').exists()

@@ -33,6 +33,7 @@ class CellCount:
     index: int
     captured: int = 0
     within_spec: int = 0
+    by_group: dict[tuple[str, str], int] = field(default_factory=dict)  # (attribute, group): takes within spec
 
     @property
     def missing(self) -> int:
@@ -42,7 +43,8 @@ class CellCount:
     def to_json(self) -> dict[str, Any]:
         """The counts as JSON."""
         return {'conditions': dict(self.cell.conditions), 'required': self.cell.required, 'captured': self.captured,
-                'within_spec': self.within_spec, 'missing': self.missing}
+                'within_spec': self.within_spec, 'missing': self.missing,
+                'within_spec_by_group': {f'{a}={g}': n for (a, g), n in sorted(self.by_group.items())}}
 
 
 @dataclass
@@ -221,6 +223,12 @@ def coverage(dataset: Dataset, protocol: Protocol) -> Coverage:
             cell.within_spec += 1
             if participant:
                 contributors.add(participant)
+                said = (people.get(participant) or {}).get('demographics')
+                for attribute, groups in protocol.participants.groups:
+                    value = said.get(attribute) if isinstance(said, dict) else None
+                    if value is not None and str(value) in groups:
+                        key = (attribute, str(value))
+                        cell.by_group[key] = cell.by_group.get(key, 0) + 1
     targets = protocol.participants
     for attribute, groups in targets.groups:
         counts = {g: GroupCount(attribute, g, targets.per_group) for g in groups}

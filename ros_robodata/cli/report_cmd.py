@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ros_robodata.capture.protocol import SHIPPED_PROTOCOLS, load_protocol
 from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -47,6 +48,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument('--force', action='store_true',
                    help='replace --out even when it is a file robodata did not write (never a recording or a '
                         "dataset's own file)")
+    p.add_argument('--protocol', metavar='P',
+                   help='add the coverage of a capture protocol (a file, or a shipped one by name: '
+                        f'{", ".join(SHIPPED_PROTOCOLS)}): a heatmap of its combinations against the participants\' '
+                        'demographic groups, as `robodata coverage` counts them (datasets only)')
     p.set_defaults(func=run)
 
 
@@ -66,9 +71,11 @@ def _detail(text: str) -> int | None:
 def run(args: argparse.Namespace) -> int:
     detail = _detail(args.episodes)
     filters = filters_from(args)
+    protocol = load_protocol(args.protocol) if args.protocol else None  # a bad protocol: one line, before any work
     result = report_work(report_target(args.target, args.profile, filters), args.out, filters=filters,
                          detail=detail, workers=max(1, args.workers),
-                         progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force)
+                         progress=lambda it: progress(it, 'reporting', quiet=args.json), force=args.force,
+                         protocol=protocol)
     for episode_id, reason in result.problems.items():
         stderr.print(f'robodata report: {episode_id}: {reason}', markup=False)
     if args.json:

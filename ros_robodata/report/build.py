@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.capture.coverage import coverage
+from ros_robodata.capture.protocol import Protocol
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.importers.import_common import episode_id_for
@@ -19,6 +21,7 @@ from ros_robodata.outputs import check_report_file
 from ros_robodata.profile import Profile
 from ros_robodata.quality.quality_format import QualitySummary
 from ros_robodata.quality.scoring import score_items
+from ros_robodata.report.coverage_section import coverage_html
 from ros_robodata.report.figure import comparison_png, timeline_png
 from ros_robodata.report.page import EpisodeVisuals, far_span, render_report
 from ros_robodata.report.report_signals import read_signals
@@ -51,7 +54,8 @@ class ReportResult:
 
 def write_report(target: TargetLike, out: str | Path | None = None, *, profile: Profile | str | None = None,
                  filters: Filters | None = None, detail: int | None = None, workers: int = 1,
-                 progress: Progress | None = None, force: bool = False) -> ReportResult:
+                 progress: Progress | None = None, force: bool = False, protocol: Protocol | None = None
+                 ) -> ReportResult:
     """The quality report of a scored dataset (written to DATASET/report.html unless `out`), or of bags scored in
     memory (written to `out`, default ./<name>_report.html). `detail` limits the per-episode sections (timeline,
     frames) to the worst episodes, the costly part of a big dataset. `out` is never recorded data, and replaces
@@ -66,12 +70,14 @@ def write_report(target: TargetLike, out: str | Path | None = None, *, profile: 
         workers: processes that score bags, and draw the detailed episodes, in parallel.
         progress: wraps the jobs to show progress.
         force: replace `out` even when robodata did not write it.
+        protocol: a capture protocol whose coverage of the dataset the page shows (a heatmap).
 
     Raises:
-        RobodataError: the target, profile or `out` cannot be used, or no bag could be scored.
+        RobodataError: the target, profile or `out` cannot be used, no bag could be scored, or a protocol was given
+            for bags (coverage counts a dataset's takes).
     """
     return report_work(report_target(target, profile, filters), out, filters=filters, detail=detail, workers=workers,
-                       progress=progress, force=force)
+                       progress=progress, force=force, protocol=protocol)
 
 
 def report_target(target: TargetLike, profile: Profile | str | None = None,
@@ -84,11 +90,14 @@ def report_target(target: TargetLike, profile: Profile | str | None = None,
 
 def report_work(work: Work, out: str | Path | None = None, *, filters: Filters | None = None,
                 detail: int | None = None, workers: int = 1, progress: Progress | None = None,
-                force: bool = False) -> ReportResult:
+                force: bool = False, protocol: Protocol | None = None) -> ReportResult:
     """The report of what `prepare()` resolved: a dataset from its scores, bags scored in memory first."""
     if work.target.dataset is not None:
         return report_dataset(work.target.dataset, work.profile, Path(out) if out else None, filters=filters,
-                              detail=detail, progress=progress, force=force, workers=workers)
+                              detail=detail, progress=progress, force=force, workers=workers, protocol=protocol)
+    if protocol is not None:
+        raise RobodataError(f'{work.target.path}: --protocol counts the takes of a dataset; {work.target.what} has '
+                            'none')
     name = work.target.path.resolve().name
     path = Path(out) if out else Path.cwd() / f'{episode_id_for(work.target.path.stem)}_{REPORT_FILE}'
     return report_items(work.items, work.profile, path, name=name, workers=workers, detail=detail, progress=progress,
@@ -97,15 +106,17 @@ def report_work(work: Work, out: str | Path | None = None, *, filters: Filters |
 
 def report_dataset(dataset: Dataset, profile: Profile, out: Path | None = None, *, filters: Filters | None = None,
                    detail: int | None = None, progress: Progress | None = None, force: bool = False,
-                   workers: int = 1) -> ReportResult:
+                   workers: int = 1, protocol: Protocol | None = None) -> ReportResult:
     """The report of a scored dataset, from what `robodata score` wrote (nothing is scored again), written whole (a
-    crash leaves the previous one); the detailed episodes drawn in `workers` processes."""
+    crash leaves the previous one); the detailed episodes drawn in `workers` processes; with `protocol`, its coverage
+    heatmap (combinations x demographic groups) after the summary."""
     path = Path(out) if out is not None else dataset.root / REPORT_FILE
     check_report_file(path, force=force)
     summary, scored = load_scores(dataset, filters)
+    section = coverage_html(coverage(dataset, protocol)) if protocol is not None else None
     return render_to(path, dataset.name, summary, scored, {ep.id: dataset.bag_dir(ep.id) for ep in scored},
                      profile, detail=detail, progress=progress, review=_review_queue(dataset),
-                     dataset_root=dataset.root, workers=workers)
+                     dataset_root=dataset.root, workers=workers, coverage=section)
 
 
 def _review_queue(dataset: Dataset) -> tuple[ReviewQueue | None, str | None]:
@@ -135,7 +146,7 @@ def report_items(items: list[Item], profile: Profile, out: Path, *, name: str, w
 def render_to(path: Path, name: str, summary: QualitySummary, scored: list[ScoredEpisode], bags: dict[str, Path],
               profile: Profile, *, detail: int | None = None, progress: Progress | None = None,
               review: tuple[ReviewQueue | None, str | None] | None = None,
-              dataset_root: Path | None = None, workers: int = 1) -> ReportResult:
+              dataset_root: Path | None = None, workers: int = 1, coverage: str | None = None) -> ReportResult:
     """Figures and frames of the worst `detail` episodes from their bags (drawn in `workers` processes), the page,
     written whole."""
     ordered = sorted(scored, key=lambda s: (s.score if s.score == s.score else -1.0, s.id))
@@ -158,7 +169,7 @@ def render_to(path: Path, name: str, summary: QualitySummary, scored: list[Score
         for ep in progress(detailed) if progress else detailed:  # the bar moves as each one arrives, in order
             visuals[ep.id] = next(drawn)
     problems = {i: v.problem for i, v in visuals.items() if v.problem}
-    page = render_report(name, summary, ordered, visuals, review, dataset_root)
+    page = render_report(name, summary, ordered, visuals, review, dataset_root, coverage)
     write_atomic(path, page)
     return ReportResult(path, len(ordered), len(detailed), path.stat().st_size, problems)
 

@@ -70,11 +70,12 @@ tr.episode-detail td { background: #f9fafb; }
 
 def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpisode],
                   visuals: dict[str, EpisodeVisuals], review: tuple[ReviewQueue | None, str | None] | None = None,
-                  dataset_root: Path | None = None) -> str:
+                  dataset_root: Path | None = None, coverage: str | None = None) -> str:
     """The whole page: the dataset's picture, the detailed episodes (those in `visuals`) in sections, and every
     episode one row (episode_table.py). Everything read from files is escaped: ids, tasks and messages come from
     users. `review`: (the dataset's review queue or None, why it could not be read) for a dataset; None for bags.
-    `dataset_root`: the dataset, for the command that details one more episode on demand."""
+    `dataset_root`: the dataset, for the command that details one more episode on demand. `coverage`: a capture
+    protocol's coverage section (coverage_section.py), after the summary."""
     parts = ['<!DOCTYPE html>', f'<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f'<title>{_e(name)}: quality report</title>', f'<style>{_CSS}</style></head><body><main>',
@@ -83,6 +84,8 @@ def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpiso
              f'{_e(__version__)} from what <code>robodata score</code> wrote. Times are seconds from each '
              'episode\'s first message.</p>']
     parts.append(_summary_html(summary, episodes, visuals))
+    if coverage is not None:
+        parts.append(coverage)
     if review is not None:
         table = {ep.id for ep in episodes} if len(visuals) < len(episodes) else None  # the rows of table_html
         parts.append(queue_html(review[0], review[1], set(visuals), table))
