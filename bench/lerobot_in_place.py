@@ -11,8 +11,11 @@ lerobot-doctor 0.2.0 from PyPI in a venv of the bench's own, bench/.doctor_venv 
 run (`python3 -m venv bench/.doctor_venv && bench/.doctor_venv/bin/pip install lerobot-doctor==0.2.0`).
 
 Both are timed as a user runs them, each a fresh process from the shell (`lerobot-doctor check FOLDER`, `robodata
-score FOLDER --no-images --json`: the folder has no videos), alternating, `--runs` times each; the median wall times
-are compared (the target), and the median CPU seconds printed beside (steadier on a machine others load). Then
+score FOLDER --no-images --json`: the folder has no videos), alternating, `--runs` times each, after one untimed run
+of each; the median wall times are compared (the target), and the median CPU seconds printed beside (steadier on a
+machine others load). Both run with their compiled bytecode kept (in a temporary PYTHONPYCACHEPREFIX, whatever
+PYTHONDONTWRITEBYTECODE says), as an installed package has it: pip compiled the doctor's at install, and an
+editable install of robodata compiles its modules on every run where bytecode is not written. Then
 the folder is imported into a temporary dataset and scored there (the way it was checked before, timed too), and
 the in-place findings are compared with the copy's, episode by episode (names mapped: the copy's g1_inspire-000012
 is the folder's episode 12); the folder's files are hashed before and after (nothing written).
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import resource
 import statistics
@@ -55,11 +59,15 @@ def doctor_exe() -> Path:
 CPU: dict[str, list[float]] = {}  # per command, the CPU seconds (user + system) of each run
 
 
+ENV = dict(os.environ)  # with PYTHONPYCACHEPREFIX set by main()
+ENV.pop('PYTHONDONTWRITEBYTECODE', None)
+
+
 def timed(argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     """Wall seconds of one run (and its CPU seconds kept in CPU: on a shared machine the steadier figure)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    run = subprocess.run(argv, capture_output=True, text=True, check=False)
+    run = subprocess.run(argv, capture_output=True, text=True, check=False, env=ENV)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -96,11 +104,15 @@ def main() -> int:
     before = contents(folder)
     doctor_s, robodata_s = [], []
     doctor_run = score_run = None
+    bytecode = tempfile.TemporaryDirectory(prefix='lerobot_in_place_pyc_')
+    ENV['PYTHONPYCACHEPREFIX'] = bytecode.name
+    score = [str(ROBODATA), 'score', str(folder), '--no-images', '--json', '--workers', str(args.workers)]
+    for argv in ([str(exe), 'check', str(folder)], score):  # untimed: the bytecode written, the files cached
+        subprocess.run(argv, capture_output=True, check=False, env=ENV)
     for _ in range(args.runs):
         t, doctor_run = timed([str(exe), 'check', str(folder)])
         doctor_s.append(t)
-        t, score_run = timed([str(ROBODATA), 'score', str(folder), '--no-images', '--json',
-                              '--workers', str(args.workers)])
+        t, score_run = timed(score)
         robodata_s.append(t)
         if score_run.returncode not in (0, 3):
             print(f'robodata score failed (exit {score_run.returncode}): {score_run.stderr.strip()}')
@@ -146,6 +158,7 @@ def main() -> int:
           f'({len(set(mine) & set(theirs))} episodes compared'
           + (f'; differ: {", ".join(differ[:8])}' if differ else '') + ')')
     print(f'  folder unchanged: {"yes" if unchanged else "NO"}')
+    bytecode.cleanup()
     return 0 if ratio <= TARGET and not differ and unchanged else 3
 
 

@@ -3,7 +3,9 @@ time, on the same bags: simulated episodes with faults injected, and a leader ar
 
 from __future__ import annotations
 
+import json
 import math
+from itertools import groupby, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,12 @@ import pytest
 from ros_robodata.bag.types import typestore
 from ros_robodata.bag.writer import BagWriter
 from ros_robodata.profile import load_profile
+from ros_robodata.quality.batch_motion import MotionRun, feed_motion
 from ros_robodata.quality.episode_checks import EpisodeReport
 from ros_robodata.quality.findings import Finding
 from ros_robodata.quality.image_cdr import gray_from_image_cdr
 from ros_robodata.quality.images import full_gray
+from ros_robodata.quality.motion import JointMotion
 from ros_robodata.quality.scoring import score_bag
 from ros_robodata.sim.faults import Fault
 from ros_robodata.sim.to_bag import write_sim_episode
@@ -222,3 +226,77 @@ def test_an_arm_standing_still_for_longer_than_a_chunk(tmp_path: Path) -> None:
     streamed = score_bag(bag, profile, batch=False).report
     _assert_same(streamed, score_bag(bag, profile).report)
     assert 'motion.idle' in {f.check for f in streamed.findings}
+
+
+def _hand_and_leader(seed: int) -> tuple[list[Any], list[Any]]:
+    """20 s of a 5-joint hand at 100 Hz whose joints mostly hold their speed exactly (dyadic steps on exact 10 ms
+    stamps, so the typical speed change stays 0 for a long while, as on a real humanoid's hand), with a spike in
+    that stretch, then noisy motion (the typical change known), then exact steps again; joint f3 held still from 6
+    to 10 s while its leader moves. The leader: two layouts (its own order, and a second device naming two joints),
+    a NaN now and then, a repeated name once. Each as (seq, names, stamps, positions) rows in sequence order."""
+    rng = np.random.default_rng(seed)
+    names = ('f0', 'f1', 'f2', 'f3', 'f4')
+    joints, leader = [], []
+    q = np.zeros(5)
+    seq = 0
+    for k in range(2000):
+        stamp = START + k * 10_000_000
+        t = k / 100
+        if 8.0 <= t < 12.0:
+            q = q + rng.normal(0, 1e-3, 5)
+        else:
+            q = q + np.array([2.0 ** -10, -(2.0 ** -11), 0.0, 2.0 ** -9, 2.0 ** -12]) * (1 if (k // 150) % 2 else -1)
+        if k in (20, 300):
+            q[k // 150] += 0.2  # spikes while the typical change is unknown (the first in the stream's settling)
+        row = q.copy()
+        if 6.0 <= t < 10.0:
+            row[3] = 0.25
+        joints.append((seq, names, stamp, row))
+        seq += 1
+        if k % 2 == 0:
+            command = [float(v) + 0.01 * math.sin(t) for v in row]
+            command[3] = 0.25 + 0.3 * math.sin(t)
+            if k % 97 == 0:
+                command[2] = math.nan
+            leader.append((seq, ('f3', 'f0', 'f1', 'f2', 'f4'), stamp + 1, [command[3], *command[:3], command[4]]))
+            seq += 1
+        if k % 5 == 0:
+            layout = ('f1', 'f4', 'f1') if k == 500 else ('f1', 'f4')
+            leader.append((seq, layout, stamp + 2, [0.1 * t, -0.1 * t, 0.3][:len(layout)]))
+            seq += 1
+    return joints, leader
+
+
+def _runs(rows: list[Any]) -> list[MotionRun]:
+    """Rows as runs of one layout each, in order."""
+    out: list[MotionRun] = []
+    for names, group in groupby(rows, key=lambda row: row[1]):
+        part = list(group)
+        out.append(MotionRun(np.array([r[0] for r in part], dtype=np.int64), names,
+                             np.array([r[2] for r in part], dtype=np.int64),
+                             np.array([r[3] for r in part], dtype=float)))
+    return out
+
+
+@pytest.mark.parametrize('flushes', [1, 3])
+def test_held_speeds_and_a_leader_of_two_layouts_give_the_streaming_findings(flushes: int) -> None:
+    joints, leader = _hand_and_leader(3)
+    streamed, batched = JointMotion('/hand', None), JointMotion('/hand', None)
+    commanded = {row[0] for row in leader}
+    for row in sorted(joints + leader, key=lambda row: row[0]):
+        if row[0] in commanded:
+            streamed.command(row[2], row[1], row[3])
+        else:
+            streamed.add(row[2], row[1], row[3])
+    last = max(row[0] for row in joints + leader) + 1
+    cuts = [last * i // flushes for i in range(flushes + 1)]
+    for lo, hi in pairwise(cuts):
+        feed_motion(batched, _runs([r for r in joints if lo <= r[0] < hi]),
+                    _runs([r for r in leader if lo <= r[0] < hi]))
+    found = [(f.check, f.severity, f.message, f.ranges) for f in streamed.findings()]
+    assert found == [(f.check, f.severity, f.message, f.ranges) for f in batched.findings()]
+    assert {'motion.velocity_jump', 'motion.stuck_joint'} <= {check for check, *_ in found}
+    assert json.dumps(streamed.stuck_detail()) == json.dumps(batched.stuck_detail())  # the order of keys too
+    assert streamed._commands == batched._commands
+    assert list(streamed._command_layouts) == list(batched._command_layouts)
+    assert streamed.trajectory.times == batched.trajectory.times

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import os
 import signal
 import sys
@@ -11,40 +12,49 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ros_robodata.cli import (
-    approve_cmd,
-    audit_cmd,
-    coverage_cmd,
-    dataset_cmds,
-    demo_cmd,
-    episodes_cmd,
-    export_cmd,
-    import_cmd,
-    info_cmd,
-    keys_cmd,
-    launch_cmd,
-    merge_cmd,
-    profile_cmd,
-    query_cmd,
-    record_cmd,
-    release_cmd,
-    repair_cmd,
-    replay_cmd,
-    report_cmd,
-    retire_cmd,
-    review_cmd,
-    score_cmd,
-    segment_cmd,
-    select_cmd,
-    session_cmd,
-    sim_cmd,
-)
 from ros_robodata.errors import RobodataError, one_line
 from ros_robodata.files import STORAGE_ERRNOS, write_cause
 from ros_robodata.version import __version__
 
+# Each command module, the function that adds its parser(s), and the commands it adds, in `robodata --help`'s
+# order. A command's module (and what it imports: PyAV, OpenCV, governance, export) is loaded only when that
+# command runs: every command starts in a fraction of the time loading all of them took. A test holds the names
+# to what the modules add.
+COMMANDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ('info_cmd', 'add_parser', ('info',)),
+    ('dataset_cmds', 'add_parsers', ('init', 'list', 'set', 'verify', 'catalog')),
+    ('import_cmd', 'add_parser', ('import',)),
+    ('repair_cmd', 'add_parser', ('repair',)),
+    ('episodes_cmd', 'add_parser', ('episodes',)),
+    ('merge_cmd', 'add_parser', ('merge',)),
+    ('profile_cmd', 'add_parser', ('profile',)),
+    ('launch_cmd', 'add_parser', ('check-launch',)),
+    ('record_cmd', 'add_parser', ('record',)),
+    ('keys_cmd', 'add_parser', ('keys',)),
+    ('demo_cmd', 'add_parser', ('demo',)),
+    ('sim_cmd', 'add_parser', ('sim',)),
+    ('segment_cmd', 'add_parser', ('segment',)),
+    ('score_cmd', 'add_parser', ('score',)),
+    ('report_cmd', 'add_parser', ('report',)),
+    ('select_cmd', 'add_parser', ('select',)),
+    ('replay_cmd', 'add_parser', ('replay',)),
+    ('export_cmd', 'add_parser', ('export',)),
+    ('review_cmd', 'add_parsers', ('review', 'annotations')),
+    ('approve_cmd', 'add_parser', ('approve',)),
+    ('release_cmd', 'add_parser', ('release',)),
+    ('retire_cmd', 'add_parsers', ('retire', 'participant')),
+    ('audit_cmd', 'add_parser', ('audit',)),
+    ('session_cmd', 'add_parser', ('session',)),
+    ('session_cmd', 'add_monitor_parser', ('monitor',)),
+    ('coverage_cmd', 'add_parser', ('coverage',)),
+    ('calibrate_cmd', 'add_parser', ('calibrate',)),
+    ('query_cmd', 'add_parser', ('query',)),
+)
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's, or with `only` (a command's name) that command's alone (the
+    rest of the top level as it is: `--help`, `--version`, the usage line)."""
     parser = argparse.ArgumentParser(
         prog='robodata',
         description='Record, check and curate robot demonstrations as rosbag2 episodes.',
@@ -54,33 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('--version', action='version', version=f'ros_robodata {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
-    info_cmd.add_parser(sub)
-    dataset_cmds.add_parsers(sub)
-    import_cmd.add_parser(sub)
-    repair_cmd.add_parser(sub)
-    episodes_cmd.add_parser(sub)
-    merge_cmd.add_parser(sub)
-    profile_cmd.add_parser(sub)
-    launch_cmd.add_parser(sub)
-    record_cmd.add_parser(sub)
-    keys_cmd.add_parser(sub)
-    demo_cmd.add_parser(sub)
-    sim_cmd.add_parser(sub)
-    segment_cmd.add_parser(sub)
-    score_cmd.add_parser(sub)
-    report_cmd.add_parser(sub)
-    select_cmd.add_parser(sub)
-    replay_cmd.add_parser(sub)
-    export_cmd.add_parser(sub)
-    review_cmd.add_parsers(sub)
-    approve_cmd.add_parser(sub)
-    release_cmd.add_parser(sub)
-    retire_cmd.add_parsers(sub)
-    audit_cmd.add_parser(sub)
-    session_cmd.add_parser(sub)
-    session_cmd.add_monitor_parser(sub)
-    coverage_cmd.add_parser(sub)
-    query_cmd.add_parser(sub)
+    for module, adder, names in COMMANDS:
+        if only is None or only in names:
+            getattr(importlib.import_module(f'ros_robodata.cli.{module}'), adder)(sub)
     return parser
 
 
@@ -95,8 +81,14 @@ def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    if 'numpy' not in sys.modules:  # a fresh process: before NumPy starts OpenBLAS
+        # No OpenBLAS thread pool unless the user asks for one (OPENBLAS_NUM_THREADS): no check multiplies
+        # matrices, yet its idle threads cost a scoring run 0.2 s of CPU (--workers parallelises by processes).
+        os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = words[0] if words and any(words[0] in names for _, _, names in COMMANDS) else None
+    parser = build_parser(command)  # `--help`, `--version`, a mistyped command: all of them
+    args, unknown = parser.parse_known_args(words)
     if unknown:  # said by the command that was given them, with its usage (`score --workrs`)
         _innermost(parser, args).error(f'unrecognized arguments: {" ".join(unknown)}')
     previous = _stop_on_sigterm()

@@ -69,7 +69,8 @@ def read_tasks(root: Path) -> dict[int, str]:
     parquet, jsonl = root / TASKS, root / 'meta' / 'tasks.jsonl'
     if parquet.is_file():
         try:
-            table = pq.read_table(parquet)
+            with pq.ParquetFile(parquet) as tasks:  # not read_table: that loads pyarrow.dataset and pandas
+                table = tasks.read()
         except (OSError, pa.ArrowException) as err:
             raise RobodataError(f'{parquet}: not readable: {err}') from None
         names = table.column_names

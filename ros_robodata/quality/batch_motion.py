@@ -1,9 +1,10 @@
 """The arm's motion checks over arrays of joint samples: the offline twin of JointMotion.add (and .command).
 
 A run of samples is judged on whole arrays when the streaming check's state is settled: the stream has a
-previous sample and speed, the task's typical motion is known, no repeated sample is pending. Inside the run,
-what the streaming check does per sample (speeds, the running medians it refreshes every so many samples, the
-idle and stuck judgements every few samples) is done on arrays in the same arithmetic; a sample where the
+previous sample and speed, no repeated sample is pending (before the task's typical motion is known, the speed
+changes are kept for later as the streaming check keeps them). Inside the run, what the streaming check does per
+sample (speeds, the running medians it refreshes every so many samples, the idle and stuck judgements every few
+samples) is done on arrays in the same arithmetic; a sample where the
 streaming check branches on rare state (NaN, a joint beyond its limit, a repeated reading while moving, a stamp
 not after the last, a change of joint names) goes through JointMotion.add itself, as do the first samples of a
 stream. Commands (a leader arm) are handed to the check in the bag's order, before any joint sample that arrived
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
+from ros_robodata.quality.batch_commands import CommandFeed
 from ros_robodata.quality.motion import _STILL_EVERY as STILL_EVERY
-from ros_robodata.quality.motion import JointMotion
+from ros_robodata.quality.motion import EARLY_KEPT, START_SETTLE_S, JointMotion
 
 
 @dataclass
@@ -34,16 +37,8 @@ class MotionRun:
 
 def feed_motion(motion: JointMotion, runs: list[MotionRun], commands: list[MotionRun]) -> None:
     """JointMotion.add for every joint sample and .command for every command sample, in sequence order."""
-    pending = [(int(seq), run, i) for run in commands for i, seq in enumerate(run.seqs.tolist())]
-    pending.sort(key=lambda item: item[0])
-    fed = 0
-
-    def advance(seq: int) -> None:
-        nonlocal fed
-        while fed < len(pending) and pending[fed][0] < seq:
-            _, run, i = pending[fed]
-            motion.command(int(run.stamps[i]), run.names, run.positions[i].tolist())
-            fed += 1
+    feed = CommandFeed(motion, commands) if commands else None
+    advance = feed.advance if feed is not None else lambda seq: None
 
     for run in runs:
         n, pos = len(run.stamps), 0
@@ -59,14 +54,15 @@ def feed_motion(motion: JointMotion, runs: list[MotionRun], commands: list[Motio
                 motion.add(int(run.stamps[pos]), run.names, run.positions[pos].tolist())
                 done = 1
             pos += done
-    advance(2**62)
+    if feed is not None:
+        feed.finish()
 
 
 def _settled(motion: JointMotion, names: tuple[str, ...]) -> bool:
     """Whether the streaming check's state lets a run be judged on arrays (see the module's docstring)."""
     j = len(motion._index or ())
     return (motion._names_seen == names and j > 0 and motion._last is not None and motion._last_speed is not None
-            and motion._pending_repeat is None and motion._typical_change > 0 and not motion._early
+            and motion._pending_repeat is None
             and len(motion._seen) == j and len(motion._joint_changes) == j)
 
 
@@ -158,10 +154,6 @@ def _settled_run(motion: JointMotion, t: np.ndarray, q: np.ndarray, seqs: np.nda
     slot = np.searchsorted(where, np.arange(n), side='right') - 1  # the last active sample at or before each
     typical = _as_of(slot, typical_active, motion._typical_change)
     peak = _as_of(slot, peak_active, motion._peak_speed)
-    unknown = np.flatnonzero(typical <= 0)
-    if len(unknown):  # the typical change fell to nothing: the streaming check's early judgement takes over
-        cut = int(unknown[0])
-        return _settled_run(motion, t[:cut], q[:cut], seqs, advance) if cut else 0
     # From here on the run is committed: the state moves as n calls of JointMotion.add would move it.
     periods, period = _periods(motion, step.tolist())
     motion._speed_changes, motion._speeds = changes_kept, speeds_kept
@@ -171,9 +163,7 @@ def _settled_run(motion: JointMotion, t: np.ndarray, q: np.ndarray, seqs: np.nda
             kept.extend(column[:room].tolist())
     limit = np.maximum(np.maximum(lim.min_velocity_jump, lim.velocity_jump_sigmas * typical),
                        lim.velocity_jump_of_peak * peak)
-    for k in np.flatnonzero(change > limit).tolist():
-        motion._period, motion._typical_change, motion._peak_speed = int(period[k]), float(typical[k]), float(peak[k])
-        motion._judge_jump(int(t[k]), float(change[k]), int(step[k]), changes[k].tolist(), [])
+    _judge(motion, t, step, change, changes, limit, period, typical, peak)
     motion._periods, motion._period = periods, int(period[-1])
     motion._typical_change, motion._peak_speed = float(typical[-1]), float(peak[-1])
     _trajectory(motion, t, q)
@@ -195,6 +185,35 @@ def _settled_run(motion: JointMotion, t: np.ndarray, q: np.ndarray, seqs: np.nda
     motion.last_ns = int(t[-1])
     _still(motion, t, q, prev_t, prev_q, seqs, advance)
     return n
+
+
+def _judge(motion: JointMotion, t: np.ndarray, step: np.ndarray, change: np.ndarray, changes: np.ndarray,
+           limit: np.ndarray, period: np.ndarray, typical: np.ndarray, peak: np.ndarray) -> None:
+    """JointMotion._check_jump's judgements over the run: where the typical change is not known yet (0: most of
+    an episode whose joints mostly hold their speed), the speed changes kept for later (past the stream's first
+    START_SETTLE_S, up to EARLY_KEPT); where it is, those kept judged first, then each sample beyond the limit."""
+    known = typical > 0
+    edges = np.flatnonzero(np.diff(known.astype(np.int8))) + 1
+    bounds = [0, *edges.tolist(), len(t)]
+    assert motion.first_ns is not None
+    for a, b in pairwise(bounds):
+        if not known[a]:
+            room = EARLY_KEPT - len(motion._early)
+            if room <= 0:
+                continue
+            # int - int compared with the float 5e8 as the streaming check compares them
+            settled = [a + i for i, d in enumerate((t[a:b] - motion.first_ns).tolist()) if not d < START_SETTLE_S * 1e9]
+            for k in settled[:room]:
+                motion._early.append((int(t[k]), float(change[k]), int(step[k]), changes[k].tolist()))
+            continue
+        if motion._early:
+            motion._period, motion._typical_change, motion._peak_speed = (int(period[a]), float(typical[a]),
+                                                                          float(peak[a]))
+            motion._judge_early()
+        for k in (a + np.flatnonzero(change[a:b] > limit[a:b])).tolist():
+            motion._period, motion._typical_change, motion._peak_speed = (int(period[k]), float(typical[k]),
+                                                                          float(peak[k]))
+            motion._judge_jump(int(t[k]), float(change[k]), int(step[k]), changes[k].tolist(), [])
 
 
 def _periods(motion: JointMotion, steps: list[int]) -> tuple[list[int], np.ndarray]:

@@ -369,8 +369,16 @@ class JointMotion:
                 'ranges': {name: [*self._seen[i]] for i, name in enumerate(self.names) if i < len(self._seen)},
                 'commands': {name: [*span] for name, span in self._command_range.items()},
                 'jumps': list(self._motion_jumps),
-                'change_p99': {name: float(np.percentile(kept, 99))
-                               for name, kept in zip(self.names, self._joint_changes, strict=False) if kept}}
+                'change_p99': self._change_p99()}
+
+    def _change_p99(self) -> dict[str, float]:
+        """Per joint, the 99th percentile of its speed changes while the arm moved: one np.percentile over all
+        joints where they kept as many (as they do: every moving sample adds to each), the same values."""
+        kept = [(name, changes) for name, changes in zip(self.names, self._joint_changes, strict=False) if changes]
+        if len({len(changes) for _, changes in kept}) == 1:
+            rows = np.percentile(np.array([changes for _, changes in kept]), 99, axis=1).tolist()
+            return {name: float(value) for (name, _), value in zip(kept, rows, strict=True)}
+        return {name: float(np.percentile(changes, 99)) for name, changes in kept}
 
     def _close_idle(self, end_ns: int) -> None:
         since = self._still_since
