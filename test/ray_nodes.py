@@ -65,7 +65,7 @@ class RayNodes:
                 mine.append(int(entry.name))
         return mine
 
-    def task_pids(self, title: str = 'ray::timed_call') -> list[int]:
+    def task_pids(self, title: str = 'ray::timed_batch') -> list[int]:
         """This cluster's worker processes running a task of `title` (Ray sets a worker's title to its task's);
         a worker of this cluster carries its token path in its environment."""
         pids = []

@@ -71,15 +71,21 @@ def add_ray(p: argparse.ArgumentParser, what: str = 'episode') -> None:
                         "writes them. Needs pip install 'ros_robodata[ray]'")
     p.add_argument('--ray-memory', type=int, default=512, metavar='MIB',
                    help=f'memory each {what} task declares to the Ray scheduler, in MiB (default 512)')
+    p.add_argument('--ray-batch', type=int, default=0, metavar='N',
+                   help=f'{what}s a Ray task takes, one after another (default 0: one each while there are few, '
+                        'up to 32 when there are many, about 4 tasks a CPU), so Ray\'s cost per task is shared')
 
 
 def executor_from(args: argparse.Namespace, workers: int = 1, remote: RemoteRoot | None = None) -> Executor:
     """Where the per-episode jobs run: --ray, else `workers` local processes; `remote`: each downloads its episode
     from object storage first."""
-    memory = getattr(args, 'ray_memory', 512)
+    memory, batch = getattr(args, 'ray_memory', 512), getattr(args, 'ray_batch', 0)
     if memory < 1:
         raise RobodataError('--ray-memory must be at least 1 (MiB)')
-    return Executor(workers=workers, ray=getattr(args, 'ray', None), ray_memory_mb=memory, remote=remote)
+    if batch < 0:
+        raise RobodataError('--ray-batch must be 0 (chosen for you) or more')
+    return Executor(workers=workers, ray=getattr(args, 'ray', None), ray_memory_mb=memory, ray_batch=batch,
+                    remote=remote)
 
 
 @contextlib.contextmanager

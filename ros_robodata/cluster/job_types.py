@@ -28,6 +28,7 @@ class Executor:
             only), or None to stay on this machine.
         ray_cpus: CPUs each Ray task declares (the cluster schedules by them).
         ray_memory_mb: memory each Ray task declares, in MiB (a node runs no more tasks than fit).
+        ray_batch: episodes a Ray task takes (0: chosen from the episodes and the cluster's CPUs).
         remote: the dataset is in object storage: each job downloads its episode's folder first.
     """
 
@@ -35,6 +36,7 @@ class Executor:
     ray: str | None = None
     ray_cpus: float = 1.0
     ray_memory_mb: int = 512
+    ray_batch: int = 0
     remote: RemoteRoot | None = None
 
     def result_cache(self) -> ResultCache | None:
@@ -92,6 +94,11 @@ def timed_call(fn: Callable[[J], R], job: J) -> Timed[R]:
     start = time.perf_counter()
     value = fn(job)
     return Timed(value, _node_name(), time.perf_counter() - start)
+
+
+def timed_batch(fn: Callable[[J], R], jobs: list[J]) -> list[Timed[R]]:
+    """Several jobs in one task, one after another (a Ray task of a batch: see ray_jobs.batch_size)."""
+    return [timed_call(fn, job) for job in jobs]
 
 
 def _node_name() -> str:

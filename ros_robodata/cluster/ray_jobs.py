@@ -11,13 +11,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ros_robodata.cluster.job_types import ClusterStats, Executor, JobFailure, Timed, timed_call
+from ros_robodata.cluster.job_types import ClusterStats, Executor, JobFailure, Timed, timed_batch
 from ros_robodata.errors import RobodataError
 
 J = TypeVar('J')
 R = TypeVar('R')
 
 ATTEMPTS = 2  # a task whose worker dies (or that raises) runs once more, then it is reported with its reason
+MAX_BATCH = 32
+TASKS_PER_CPU = 4
 _WAIT_S = 0.2
 
 
@@ -86,15 +88,20 @@ def ray_results(fn: Callable[[J], R], jobs: Sequence[J], executor: Executor, sta
         quiet.__exit__(None, None, None)
         raise
     try:
-        task = ray.remote(timed_call).options(
+        task = ray.remote(timed_batch).options(
             num_cpus=executor.ray_cpus, memory=executor.ray_memory_mb * 1024 * 1024,
             max_retries=ATTEMPTS - 1, retry_exceptions=True)
-        pending = {task.remote(fn, job): index for index, job in enumerate(jobs)}
+        size = executor.ray_batch or batch_size(len(jobs), int(ray.cluster_resources().get('CPU', 1)))
+        chunks = [list(range(start, min(start + size, len(jobs)))) for start in range(0, len(jobs), size)]
+        pending = {task.remote(fn, [jobs[i] for i in chunk]): chunk for chunk in chunks}
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=_WAIT_S)
                 for ref in ready:
-                    yield pending.pop(ref), _gathered(ray, ref)
+                    chunk = pending.pop(ref)
+                    gathered = _gathered(ray, ref)
+                    for n, index in enumerate(chunk):
+                        yield index, gathered if isinstance(gathered, JobFailure) else gathered[n]
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
@@ -105,10 +112,17 @@ def ray_results(fn: Callable[[J], R], jobs: Sequence[J], executor: Executor, sta
         quiet.__exit__(None, None, None)
 
 
-def _gathered(ray: Any, ref: Any) -> Timed[Any] | JobFailure:
+def batch_size(jobs: int, cpus: int) -> int:
+    """Episodes a task takes: one each while there are few, so every CPU stays busy to the end; more when there are
+    many (about 4 tasks a CPU, at most MAX_BATCH episodes a task), so Ray's cost per task (a few ms) is shared by
+    several episodes. A task whose worker dies is run again whole."""
+    return max(1, min(MAX_BATCH, jobs // (max(1, cpus) * TASKS_PER_CPU)))
+
+
+def _gathered(ray: Any, ref: Any) -> list[Timed[Any]] | JobFailure:
     errors = ray.exceptions
     try:
-        result: Timed[Any] = ray.get(ref)
+        result: list[Timed[Any]] = ray.get(ref)
         return result
     except errors.RayTaskError as err:
         cause = err.cause if getattr(err, 'cause', None) is not None else err

@@ -287,12 +287,17 @@ class Catalog:
             )
 
     def set_scores(self, episode_id: str, score: float | None, scores: CatalogScores) -> None:
+        """The episode's score and counts; a row that already holds them is left alone (a rescore that finds the
+        same changes nothing on disk, so a dataset in object storage puts nothing back)."""
+        text = json.dumps(scores, sort_keys=True)
         with self._connect() as conn:
             cur = conn.execute(
-                'UPDATE episodes SET score = ?, scores = ?, updated_ns = ? WHERE id = ?',
-                (score, json.dumps(scores, sort_keys=True), time.time_ns(), episode_id),
+                'UPDATE episodes SET score = ?, scores = ?, updated_ns = ? WHERE id = ? '
+                'AND (score IS NOT ? OR scores IS NOT ?)',
+                (score, text, time.time_ns(), episode_id, score, text),
             )
-            if cur.rowcount == 0:
+            if cur.rowcount == 0 and conn.execute('SELECT 1 FROM episodes WHERE id = ?', (episode_id,)).fetchone() \
+                    is None:
                 raise DatasetError(f'{self.path}: no episode {episode_id} in the catalog')
 
     def set_reviewed_outcome(self, episode_id: str, verdict: str) -> None:
