@@ -268,3 +268,25 @@ def test_the_report_shows_the_coverage_heatmap_with_the_counts_coverage_gives(
     assert main(['report', str(dataset.root), '--protocol', str(tmp_path / 'missing.yaml'),
                  '--out', str(tmp_path / 'other.html')]) == 1
     assert not (tmp_path / 'other.html').exists()
+
+
+def test_a_take_out_of_spec_is_a_warning_in_quality_json_with_each_factors_verdict(
+        tmp_path: Path, make_demo_dataset: Callable[..., Dataset]) -> None:
+    from ros_robodata.capture.take_save import save_take
+
+    protocol = load_protocol(_write(tmp_path / 'small.yaml', SMALL))
+    dataset = make_demo_dataset(2)
+    far, near = dataset.episode_ids()
+    add_participant(dataset.root, 'P-1', 'research use')
+    for episode_id, metres in ((far, 25.0), (near, 4.5)):
+        record = _take(protocol, 'P-1', 1, {'distance': '3-6', 'expression': 'smile'}, {'distance': metres})
+        save_take(dataset, episode_id, record, dict(record['measured']), total=8)
+    assert main(['score', str(dataset.root), '--no-images']) == 0
+    docs = {i: json.loads((dataset.episode_dir(i) / 'quality.json').read_text()) for i in (far, near)}
+    assert docs[far]['capture'] == {'distance': 'outside'} and docs[near]['capture'] == {'distance': 'within'}
+    out_of_spec = [f for f in docs[far]['findings'] if f['check'] == 'capture.out_of_spec']
+    assert [f['severity'] for f in out_of_spec] == ['warn']
+    message = out_of_spec[0]['message']
+    assert 'distance measured 25.0' in message and 'outside the intended 3-6' in message
+    assert not [f for f in docs[near]['findings'] if f['check'] == 'capture.out_of_spec']
+    assert docs[far]['score'] < docs[near]['score']

@@ -23,6 +23,7 @@ class EpisodeScore:
     success: SuccessJson | None = None
     consistency: ConsistencyJson | None = None
     fps: float | None = None  # a LeRobot episode read in place: its findings' stretches also said in frames
+    capture: dict[str, str] = field(default_factory=dict)  # a take's verdict per factor (quality/take_spec.py)
 
     @property
     def findings(self) -> list[Finding]:
@@ -50,7 +51,8 @@ class EpisodeScore:
         return {**report, 'format': 'ros_robodata.quality/1', 'episode_id': self.episode_id, 'task': self.task,
                 'outcome': self.outcome, 'score': score, 'reasons': reasons,
                 'findings': findings,
-                'success': self.success, 'consistency': self.consistency, 'catalog': catalog_scores(self)}
+                'success': self.success, 'consistency': self.consistency, 'catalog': catalog_scores(self),
+                **({'capture': dict(self.capture)} if self.capture else {})}  # type: ignore[typeddict-item]
 
 
 def catalog_scores(s: EpisodeScore) -> CatalogScores:

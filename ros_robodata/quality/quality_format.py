@@ -124,6 +124,7 @@ class QualityDoc(ReportJson):
     success: SuccessJson | None
     consistency: ConsistencyJson | None
     catalog: CatalogScores
+    capture: NotRequired[dict[str, str]]  # a take captured to a protocol: its verdict per factor (take_spec.py)
 
 
 class PatternJson(TypedDict):

@@ -38,6 +38,7 @@ from ros_robodata.quality.patterns import (
 )
 from ros_robodata.quality.peer_judges import flag_jerky, judge_consistency, judge_success
 from ros_robodata.quality.quality_format import QualitySummary
+from ros_robodata.quality.take_spec import take_findings, take_verdicts
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
@@ -231,6 +232,9 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
         item = by_name[name]
         scores[name] = EpisodeScore(name, item.task, item.outcome or 'unknown', scored.report,
                                     fps=item.lerobot.fps if item.lerobot is not None else None)
+        if item.episode is not None and item.episode.capture:  # a take to a protocol: its verdicts, its faults
+            scores[name].capture = take_verdicts(item.episode.capture)
+            scores[name].extra.extend(take_findings(item.episode.capture))
         events[name] = item_events
         openings[name] = scored.gripper_opening_at_end
         if scored.notes:
