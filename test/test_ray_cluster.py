@@ -243,3 +243,27 @@ def test_select_reads_the_trajectories_on_the_cluster_and_picks_the_same_queue(r
     assert queue_there['queue'] == queue_here['queue'] and queue_there['excluded'] == queue_here['excluded']
     cached = (remote / 'review' / 'embeddings.json').read_bytes()
     assert cached == (local / 'review' / 'embeddings.json').read_bytes()  # the same vectors, kept the same way
+
+
+def test_import_converts_a_lerobot_datasets_episodes_on_the_cluster_as_a_local_import_does(ray_cluster, tmp_path):
+    address, env = ray_cluster
+    reachy = Path(__file__).resolve().parent / 'data' / 'lerobot' / 'reachy2_apple_storage'
+    here = _robodata('import', str(reachy), '--dataset', str(tmp_path / 'here'), '--json')
+    there = _robodata('import', str(reachy), '--dataset', str(tmp_path / 'there'), '--json', '--ray', address,
+                      env=env)
+    assert here.returncode == 0 and there.returncode == 0, there.stderr
+    local, remote = Dataset.open(tmp_path / 'here'), Dataset.open(tmp_path / 'there')
+    assert remote.episode_ids() == local.episode_ids() and len(local.episode_ids()) == 3
+
+    def record(dataset: Dataset, episode_id: str) -> dict[str, object]:
+        fields = dict(vars(dataset.episode(episode_id)))
+        fields['source'] = {k: v for k, v in fields['source'].items() if k != 'imported'}  # when it was imported
+        return fields
+
+    for episode_id in local.episode_ids():
+        assert record(remote, episode_id) == record(local, episode_id)  # bag_sha256 included: the same bytes
+    assert not list((tmp_path / 'there' / 'episodes').glob('.*'))  # no staging folder left
+    again = _robodata('import', str(reachy), '--dataset', str(tmp_path / 'there'), '--json', '--ray', address,
+                      env=env)
+    assert again.returncode == 0, again.stderr
+    assert Dataset.open(tmp_path / 'there').episode_ids() == local.episode_ids()  # a rerun imports nothing twice

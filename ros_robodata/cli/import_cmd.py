@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from ros_robodata.cli.command_common import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_PARTIAL,
+    add_ray,
+    executor_from,
     print_json,
     print_json_line,
     progress,
@@ -87,6 +90,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         'footer: a killed recorder) is taken as it is, salvaged as incomplete, once it has not '
                         'changed for this long (default 10min); the whole recording replaces it if it comes later')
     p.add_argument('--json', action='store_true', help='print machine-readable JSON')
+    p.add_argument('--workers', type=int, default=1,
+                   help="a LeRobot dataset's episodes converted in parallel (default 1)")
+    add_ray(p, 'LeRobot episode')
     p.set_defaults(func=run, method='copy')
 
 
@@ -112,6 +118,11 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions:
 
 def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
+    if args.workers < 1:
+        raise RobodataError('--workers must be at least 1')
+    if args.ray is not None and args.watch:
+        raise RobodataError('--ray converts the episodes of the sources given; --watch imports on this machine')
+    workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
     steps = then_steps(args.then)
     if args.watch and args.sources:
         raise RobodataError('--watch DIR takes no SOURCE arguments: it imports what arrives in DIR')
@@ -131,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile) if args.profile else None
     run = import_recordings(args.sources, args.dataset, options, profile=profile, on_result=on_result,
-                            progress=lambda it: progress(it, 'importing', quiet=args.json))
+                            progress=lambda it: progress(it, 'importing', quiet=args.json),
+                            executor=executor_from(args, workers))
     dataset = run.dataset
     if not args.json:
         for path in run.skipped:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -29,6 +31,7 @@ import pyarrow.parquet as pq
 from ros_robodata.bag.image import encode_compressed, encode_image
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
+from ros_robodata.cluster import Executor, JobFailure, map_jobs
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
@@ -398,19 +401,69 @@ def _label(value: Any, allowed: tuple[str, ...], default: str) -> str:
 
 
 def import_lerobot(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
-                   who: str | None) -> Imported:
-    """Import every episode of the LeRobot dataset at recording.path not already imported. A dataset whose files
-    do not hold what LeRobot's format says (a missing key, a value of the wrong kind, rows of unequal length) is one
-    RobodataError naming it; the episodes imported before it stay."""
+                   who: str | None, executor: Executor | None = None) -> Imported:
+    """Import every episode of the LeRobot dataset at recording.path not already imported; with `executor` (local
+    processes, a Ray cluster that sees the dataset's folder) the episodes are converted there, one job each, and
+    committed here. A dataset whose files do not hold what LeRobot's format says (a missing key, a value of the
+    wrong kind, rows of unequal length) is one RobodataError naming it; the episodes imported before it stay."""
     try:
-        return _import(dataset, recording, options, profile, who)
+        return _import(dataset, recording, options, profile, who, executor)
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise RobodataError(f'{recording.path}: not a well-formed LeRobot dataset: {type(err).__name__}: '
                             f'{err}') from None
 
 
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One LeRobot episode for a converting worker (a process or a Ray task): where it is, the staging folder its
+    bag goes to, and everything its episode.yaml needs but the bag's own statistics."""
+
+    root: Path
+    index: int
+    staging: Path
+    episode_id: str
+    options: ImportOptions
+    profile: Profile
+    source: dict[str, Any]  # source_record() of the recording, without the episode's own `lerobot` part
+
+
+_SOURCES: dict[Path, LeRobotSource] = {}  # per worker process: the dataset read once for all its episodes
+
+
+def _convert(job: EpisodeJob) -> tuple[Episode, list[str]]:
+    """Worker: write the episode's bag into its staging folder; (its episode.yaml record, its notes)."""
+    source = _SOURCES.get(job.root)
+    if source is None:
+        _SOURCES.clear()
+        source = _SOURCES[job.root] = LeRobotSource(job.root)
+    episode = next(source.episodes(only=job.index))
+    return _record(job.staging, source, episode, job.episode_id, job.options, job.profile, job.source)
+
+
+def _record(staging: Path, source: LeRobotSource, episode: LeRobotEpisode, episode_id: str, options: ImportOptions,
+            profile: Profile, recorded: dict[str, Any]) -> tuple[Episode, list[str]]:
+    """The episode's bag written into `staging`/bag; its episode.yaml record and notes."""
+    extra = episode.extra
+    frames, missing = _write_bag(staging / 'bag', source, episode, start_of(episode), options, options.raw_images,
+                                 profile)
+    notes = [f'{key}: {n} of {frames} frame(s) have no video frame' for key, n in missing.items()]
+    info: dict[str, Any] = {
+        'episode_index': episode.index, 'codebase_version': source.version, 'fps': source.fps,
+        'frames': frames, 'clock': 'source_start_ns' if 'source_start_ns' in extra else 'fixed epoch',
+        **{k: extra[k] for k in ('source_episode_id', 'source_part', 'split', 'score', 'review') if k in extra}}
+    record = Episode(
+        id=episode_id, task=episode.task or options.task, operator=str(extra.get('operator') or options.operator),
+        mode=_label(extra.get('mode'), MODES, options.mode), robot=profile.robot.name,
+        outcome=_label(extra.get('outcome'), OUTCOMES, options.outcome),
+        status='incomplete' if missing else 'complete', profile_sha256=profile.sha256, notes='\n'.join(notes),
+        source={**recorded, 'lerobot': info})
+    fill_stats_from_bag(record, staging / 'bag', profile)
+    record.bag_sha256 = bag_checksums(staging / 'bag', {}, linked=False)
+    return record, notes
+
+
 def _import(dataset: Dataset, recording: Recording, options: ImportOptions, profile: Profile | None,
-            who: str | None) -> Imported:
+            who: str | None, executor: Executor | None = None) -> Imported:
     result = Imported(recording, dataset)
     if options.method != 'copy':
         raise RobodataError(f'{recording.path}: a LeRobot dataset is converted into bags; --{options.method} cannot '
@@ -418,8 +471,7 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
     if options.split is not None or options.episode_id is not None:
         raise RobodataError(f'{recording.path}: a LeRobot dataset brings its own episodes: no split, no --id')
     source = LeRobotSource(recording.path)
-    raw_images = options.raw_images
-    own = source.profile(raw_images)
+    own = source.profile(options.raw_images)
     if profile is None:
         dataset.set_profile(own, who)
         profile = own
@@ -432,36 +484,63 @@ def _import(dataset: Dataset, recording: Recording, options: ImportOptions, prof
     done = {int(e.source.get('lerobot', {}).get('episode_index', -1)): i
             for i, e in imported_from(dataset, cid).items()}
     base = episode_id_for(recording.name)
-    for episode in source.episodes():
-        if episode.index in done:
-            result.existing.append(done[episode.index])
-            continue
-        extra = episode.extra
-        start_ns = start_of(episode)
-        episode_id = dataset.reserve_episode_id(f'{base}-{episode.index:06d}')
-        with staging_folder(dataset, episode_id) as staging:
-            frames, missing = _write_bag(staging / 'bag', source, episode, start_ns, options, raw_images, profile)
-            notes = [f'{key}: {n} of {frames} frame(s) have no video frame' for key, n in missing.items()]
-            info: dict[str, Any] = {
-                'episode_index': episode.index, 'codebase_version': source.version, 'fps': source.fps,
-                'frames': frames, 'clock': 'source_start_ns' if 'source_start_ns' in extra else 'fixed epoch',
-                **{k: extra[k] for k in ('source_episode_id', 'source_part', 'split', 'score', 'review')
-                   if k in extra}}
-            record = Episode(
-                id=episode_id, task=episode.task or options.task,
-                operator=str(extra.get('operator') or options.operator),
-                mode=_label(extra.get('mode'), MODES, options.mode),
-                robot=profile.robot.name, outcome=_label(extra.get('outcome'), OUTCOMES, options.outcome),
-                status='incomplete' if missing else 'complete', profile_sha256=profile.sha256,
-                notes='\n'.join(notes), source=source_record(recording, options, cid, lerobot=info))
-            fill_stats_from_bag(record, staging / 'bag', profile)
-            record.bag_sha256 = bag_checksums(staging / 'bag', {}, linked=False)
-            commit_episode(dataset, staging, record, who)
-        result.episodes.append(episode_id)
-        result.notes += [f'{episode_id}: {n}' for n in notes]
+    recorded = source_record(recording, options, cid)
+    if executor is not None and (executor.ray is not None or executor.workers > 1):
+        _import_as_jobs(dataset, recording, source, options, profile, who, executor, done, base, recorded, result)
+    else:
+        for episode in source.episodes():
+            if episode.index in done:
+                result.existing.append(done[episode.index])
+                continue
+            episode_id = dataset.reserve_episode_id(f'{base}-{episode.index:06d}')
+            with staging_folder(dataset, episode_id) as staging:
+                record, notes = _record(staging, source, episode, episode_id, options, profile, recorded)
+                commit_episode(dataset, staging, record, who)
+            result.episodes.append(episode_id)
+            result.notes += [f'{episode_id}: {n}' for n in notes]
     result.notes += [f'{key}: its names in {layout.INFO} do not name each of its values: joints called joint_N'
                      for key in source.unnamed]
     return result
+
+
+def _import_as_jobs(dataset: Dataset, recording: Recording, source: LeRobotSource, options: ImportOptions,
+                    profile: Profile, who: str | None, executor: Executor, done: dict[int, str], base: str,
+                    recorded: dict[str, Any], result: Imported) -> None:
+    """One job per episode, converted where `executor` runs them into staging folders of the dataset (a folder the
+    workers share), committed here in episode order; an episode whose job failed is named and left out, the others
+    are imported (a rerun imports only what is missing)."""
+    jobs = []
+    with ExitStack() as stack:  # a stop (Ctrl-C, an error) removes every staging folder and reservation
+        for index in source.episode_indices():
+            if index in done:
+                result.existing.append(done[index])
+                continue
+            episode_id = dataset.reserve_episode_id(f'{base}-{index:06d}')
+            staging = stack.enter_context(staging_folder(dataset, episode_id))
+            jobs.append(EpisodeJob(recording.path.absolute(), index, staging.absolute(), episode_id, options, profile,
+                                   recorded))
+        converted = map_jobs(_convert, jobs, executor)
+        failed = []
+        for job, outcome in zip(jobs, converted, strict=True):
+            if isinstance(outcome, JobFailure):
+                failed.append(f'episode {job.index}: {outcome.reason}')
+                _drop(dataset, job)
+                continue
+            record, notes = outcome
+            commit_episode(dataset, job.staging, record, who)
+            result.episodes.append(job.episode_id)
+            result.notes += [f'{job.episode_id}: {n}' for n in notes]
+    if failed:
+        raise RobodataError(f'{recording.path}: {len(failed)} episode(s) not imported ({"; ".join(failed[:3])}'
+                            f'{"; ..." if len(failed) > 3 else ""}); the {len(result.episodes)} others are')
+
+
+def _drop(dataset: Dataset, job: EpisodeJob) -> None:
+    """A failed episode's staging folder and reservation, gone."""
+    shutil.rmtree(job.staging, ignore_errors=True)
+    reserved = dataset.episode_dir(job.episode_id)
+    if reserved.is_dir() and not any(reserved.iterdir()):
+        reserved.rmdir()
 
 
 def check_profile(profile: Profile, own: Profile, where: Path) -> None:

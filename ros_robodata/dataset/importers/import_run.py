@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros_robodata.cluster import Executor
 from ros_robodata.dataset.dataset import Dataset, is_dataset
 from ros_robodata.dataset.importers.import_bag import import_bag
 from ros_robodata.dataset.importers.import_common import Imported, ImportOptions
@@ -27,8 +28,10 @@ from ros_robodata.profile import Profile, load_profile
 
 
 def import_recording(dataset: Dataset, recording: Recording, options: ImportOptions, *,
-                     profile: Profile | None = None, who: str | None = None) -> Imported:
-    """Import one recording (already found by sources.find_recordings); call inside import_lock()."""
+                     profile: Profile | None = None, who: str | None = None,
+                     executor: Executor | None = None) -> Imported:
+    """Import one recording (already found by sources.find_recordings); call inside import_lock(). `executor`:
+    where a LeRobot dataset's episodes are converted (local processes, a Ray cluster), one job each."""
     options.check()
     if recording.kind == 'video':
         # Start-up time: PyAV and OpenCV (~150 ms) load only when a video is imported.
@@ -39,7 +42,7 @@ def import_recording(dataset: Dataset, recording: Recording, options: ImportOpti
         # Start-up time: pyarrow and PyAV (~160 ms) load only when a LeRobot dataset is imported.
         from ros_robodata.dataset.importers.import_lerobot import import_lerobot
 
-        return import_lerobot(dataset, recording, options, profile, who)
+        return import_lerobot(dataset, recording, options, profile, who, executor)
     return import_bag(dataset, recording, options, profile, who)
 
 
@@ -91,7 +94,8 @@ def dataset_for_import(path: str | os.PathLike[str], profile: Profile | None = N
 def import_recordings(sources: Iterable[str | os.PathLike[str]], dataset: Dataset | str | os.PathLike[str],
                       options: ImportOptions | None = None, *, profile: Profile | str | None = None,
                       on_result: Callable[[Imported | Recording, str | None], None] | None = None,
-                      progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> ImportRun:
+                      progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
+                      executor: Executor | None = None) -> ImportRun:
     """Import every recording at or under `sources` into `dataset` (made when absent). A recording that cannot be
     imported is kept in `failed` with its reason and the rest go on; `on_result(result, None)` or
     `on_result(recording, reason)` is called after each one. Every source is checked before the dataset is
@@ -104,6 +108,8 @@ def import_recordings(sources: Iterable[str | os.PathLike[str]], dataset: Datase
         profile: the robot profile (or its YAML path) recordings are checked against; None: the dataset's own.
         on_result: called after each recording with its result, or with the recording and why it failed.
         progress: wraps the recordings to show progress.
+        executor: where a LeRobot dataset's episodes are converted (local processes, a Ray cluster whose nodes see
+            the dataset's folder); here when None.
 
     Raises:
         ProfileError: `profile` cannot be read.
@@ -128,7 +134,7 @@ def import_recordings(sources: Iterable[str | os.PathLike[str]], dataset: Datase
     with import_lock(target):
         for recording in progress(recordings) if progress else recordings:
             try:
-                result = import_recording(target, recording, options, profile=checked)
+                result = import_recording(target, recording, options, profile=checked, executor=executor)
             except OSError as err:  # the dataset's disk filled (or went read-only) meanwhile: staging is gone
                 run.failed[str(recording.path)] = (f'{recording.path}: cannot write into {target.root}: '
                                                    f'{err.strerror or err} ({free_text(target.root)} free); '
