@@ -36,13 +36,27 @@ class _Joint:
         self.order = order  # the pending index of each of the batch's values
         self.stamps, self.values = stamps, values
         self.starts = starts  # after the k-th of the batch's values: the first entry still kept
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # stamps and values, made when travel() is asked
+
+    def _window(self, fed: int) -> tuple[int, int]:
+        """Where the history after the first `fed` pending commands starts and ends in stamps and values."""
+        k = int(np.searchsorted(self.order, fed, side='left'))
+        return (int(self.starts[k - 1]) if k else 0), self.held + k
 
     def history(self, fed: int) -> list[tuple[int, float]]:
         """The history after the first `fed` pending commands."""
-        k = int(np.searchsorted(self.order, fed, side='left'))
-        start = int(self.starts[k - 1]) if k else 0
-        end = self.held + k
+        start, end = self._window(fed)
         return list(zip(self.stamps[start:end], self.values[start:end], strict=True))
+
+    def travel(self, fed: int, since_ns: int, until_ns: int) -> float:
+        """How far the command moved between two stamps in that history (max - min; 0 without a value there): what
+        the stuck check asks of every sample a joint holds still, on arrays rather than a list built for it."""
+        if self._arrays is None:
+            self._arrays = (np.asarray(self.stamps, dtype=np.int64), np.asarray(self.values, dtype=np.float64))
+        start, end = self._window(fed)
+        stamps, values = self._arrays[0][start:end], self._arrays[1][start:end]
+        inside = values[(stamps >= since_ns) & (stamps <= until_ns)]
+        return float(inside.max() - inside.min()) if inside.size else 0.0
 
 
 class _Histories(dict[str, list[tuple[int, float]]]):
@@ -57,6 +71,11 @@ class _Histories(dict[str, list[tuple[int, float]]]):
     def get(self, name: str, default: Any = None) -> Any:
         joint = self.joints.get(name)
         return joint.history(self.fed) if joint is not None else super().get(name, default)
+
+    def travel(self, name: str, since_ns: int, until_ns: int) -> float | None:
+        """JointMotion._command_travel for a joint of the batch (None for another: its list is read as it is)."""
+        joint = self.joints.get(name)
+        return joint.travel(self.fed, since_ns, until_ns) if joint is not None else None
 
 
 def _starts(stamps: list[int], held: int, horizon_ns: int) -> np.ndarray:

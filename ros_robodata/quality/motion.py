@@ -316,6 +316,10 @@ class JointMotion:
                 del history[:len(history) // 2]
 
     def _command_travel(self, name: str, since_ns: int, until_ns: int) -> float:
+        batch = getattr(self._commands, 'travel', None)  # a batch's histories (batch_commands.py) answer on arrays
+        found = batch(name, since_ns, until_ns) if batch is not None else None
+        if found is not None:
+            return float(found)
         values = [v for t, v in self._commands.get(name, ()) if since_ns <= t <= until_ns]
         return max(values) - min(values) if values else 0.0
 
