@@ -132,8 +132,13 @@ def staging_folder(dataset: Dataset, episode_id: str) -> Iterator[Path]:
     try:
         yield staging
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        reserved = dataset.episode_dir(episode_id)
-        if reserved.is_dir() and not any(reserved.iterdir()):
-            reserved.rmdir()
+        discard_staging(dataset, episode_id, staging)
         raise
+
+
+def discard_staging(dataset: Dataset, episode_id: str, staging: Path) -> None:
+    """An episode that will not be committed: its staging folder and its empty reservation, gone."""
+    shutil.rmtree(staging, ignore_errors=True)
+    reserved = dataset.episode_dir(episode_id)
+    if reserved.is_dir() and not any(reserved.iterdir()):
+        reserved.rmdir()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from ros_robodata.dataset.importers.import_common import Imported, ImportOptions
 from ros_robodata.dataset.lerobot_features import ACTION_NAMES, STATE_NAMES, feature_names, is_vector, vector_feature
 from ros_robodata.dataset.lerobot_rows import Rows, joined, read_rows
 from ros_robodata.dataset.sources import Recording, content_id
-from ros_robodata.dataset.staging import commit_episode, imported_from, staging_folder
+from ros_robodata.dataset.staging import commit_episode, discard_staging, imported_from, staging_folder
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import COMPRESSED_IMAGE, IMAGE, JOINT_STATE, Profile, profile_from_dict
 from ros_robodata.vocabulary import MODES, OUTCOMES
@@ -524,7 +523,7 @@ def _import_as_jobs(dataset: Dataset, recording: Recording, source: LeRobotSourc
         for job, outcome in zip(jobs, converted, strict=True):
             if isinstance(outcome, JobFailure):
                 failed.append(f'episode {job.index}: {outcome.reason}')
-                _drop(dataset, job)
+                discard_staging(dataset, job.episode_id, job.staging)
                 continue
             record, notes = outcome
             commit_episode(dataset, job.staging, record, who)
@@ -533,14 +532,6 @@ def _import_as_jobs(dataset: Dataset, recording: Recording, source: LeRobotSourc
     if failed:
         raise RobodataError(f'{recording.path}: {len(failed)} episode(s) not imported ({"; ".join(failed[:3])}'
                             f'{"; ..." if len(failed) > 3 else ""}); the {len(result.episodes)} others are')
-
-
-def _drop(dataset: Dataset, job: EpisodeJob) -> None:
-    """A failed episode's staging folder and reservation, gone."""
-    shutil.rmtree(job.staging, ignore_errors=True)
-    reserved = dataset.episode_dir(job.episode_id)
-    if reserved.is_dir() and not any(reserved.iterdir()):
-        reserved.rmdir()
 
 
 def check_profile(profile: Profile, own: Profile, where: Path) -> None:
