@@ -3,13 +3,44 @@
 Sensor payloads have modules of their own, imported where used because they load OpenCV, PyAV or open3d:
 `bag.image` (Image / CompressedImage pixels), `bag.pointcloud` (PointCloud2 as arrays), `bag.sensor_files`
 (frames and scans as JPEG/PNG/PCD files), `bag.video` (a video as a bag of JPEG frames).
+
+Names load on first use: a command that only reads (score, segment, a LeRobot folder in place) does not load
+rosbags' writer and storage plugins (~0.15 s of every start).
 """
 
-from ros_robodata.bag.bag_repair import RepairReport, repair_bag
-from ros_robodata.bag.reader import BagMessage, BagReader, TopicInfo
-from ros_robodata.bag.summary import bag_summary
-from ros_robodata.bag.types import typestore
-from ros_robodata.bag.writer import BagWriter, qos_profile
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    'RepairReport': 'ros_robodata.bag.bag_repair',
+    'repair_bag': 'ros_robodata.bag.bag_repair',
+    'BagMessage': 'ros_robodata.bag.reader',
+    'BagReader': 'ros_robodata.bag.reader',
+    'TopicInfo': 'ros_robodata.bag.reader',
+    'bag_summary': 'ros_robodata.bag.summary',
+    'typestore': 'ros_robodata.bag.types',
+    'BagWriter': 'ros_robodata.bag.writer',
+    'qos_profile': 'ros_robodata.bag.writer',
+}
 
 __all__ = ['BagMessage', 'BagReader', 'BagWriter', 'RepairReport', 'TopicInfo', 'bag_summary', 'qos_profile',
            'repair_bag', 'typestore']
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from ros_robodata.bag.bag_repair import RepairReport, repair_bag
+    from ros_robodata.bag.reader import BagMessage, BagReader, TopicInfo
+    from ros_robodata.bag.summary import bag_summary
+    from ros_robodata.bag.types import typestore
+    from ros_robodata.bag.writer import BagWriter, qos_profile

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosbags.rosbag2.metadata import dump_qos_v9
-
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.bag.types import ROS_DISTRO
 from ros_robodata.bag.writer import BagWriter, qos_profile, write_metadata
@@ -125,6 +123,8 @@ def _rewrite_into(reader: BagReader, path: Path, work: Path) -> RepairReport:
 
 def _metadata(reader: BagReader) -> dict[str, Any]:
     """rosbag2 (version 9) metadata for a bag whose storage files are intact."""
+    from rosbags.rosbag2.metadata import dump_qos_v9  # start-up time: loads all of rosbags.rosbag2
+
     start = reader.start_ns or 0
     duration = reader.duration_ns
     store = reader.typestore

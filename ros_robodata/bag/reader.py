@@ -18,10 +18,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, cast
 
+import numpy as np
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import StreamReader, breakup_chunk
 from rosbags.interfaces import MessageDefinitionFormat, Qos, QosDurability
-from rosbags.rosbag2 import Reader
 from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -56,6 +56,19 @@ class BagMessage:
     msgtype: str
     t_ns: int
     data: bytes | memoryview
+
+
+@dataclass(frozen=True)
+class OrderedMessages:
+    """A reader's messages given as arrays instead of one object each: `times[k]` is the k-th message's receive
+    time in the bag's order, `which[k]` its topic (an index into `topics`), `within[k]` its place in that topic's
+    `datas`. What a reader that holds whole streams in memory (a LeRobot episode in place) hands over at once."""
+
+    topics: list[tuple[str, str]]  # (topic, msgtype)
+    times: np.ndarray
+    which: np.ndarray
+    within: np.ndarray
+    datas: list[list[bytes]]
 
 
 class BagReader:
@@ -163,6 +176,11 @@ class BagReader:
         return self.metadata is not None and not self.damaged_files
 
     # -- messages ----------------------------------------------------------------------------
+
+    def ordered_messages(self) -> OrderedMessages | None:
+        """Every message as arrays (OrderedMessages) where the reader holds its streams in memory already; None for
+        a bag, which is read a chunk at a time by messages()."""
+        return None
 
     def messages(
         self,
@@ -342,6 +360,8 @@ class _RosbagsSource(_Source):
     """A storage file read by rosbags with its index (the normal case)."""
 
     def __init__(self, file: Path) -> None:
+        from rosbags.rosbag2 import Reader  # start-up time: its writer and storage plugins load with it
+
         self.file = file
         self._reader = Reader(file)
         self._reader.open()

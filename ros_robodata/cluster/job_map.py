@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import Any, Generic, TypeVar
@@ -117,6 +116,8 @@ def _local(fn: Callable[[J], R], job: J) -> Timed[R] | JobFailure:
 
 def _pool_results(fn: Callable[[J], R], jobs: Sequence[J], workers: int
                   ) -> Iterator[tuple[int, Timed[R] | JobFailure]]:
+    from concurrent.futures import ProcessPoolExecutor  # start-up time: multiprocessing, only with --workers
+
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
         futures = [pool.submit(timed_call, fn, job) for job in jobs]
         for index, future in enumerate(futures):

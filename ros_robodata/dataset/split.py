@@ -14,15 +14,17 @@ import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ros_robodata.bag.reader import BagReader
-from ros_robodata.bag.writer import BagWriter, qos_profile
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
 from ros_robodata.signals import read_joints, starts_with_header
 from ros_robodata.signals.topic_stats import TopicStats
 from ros_robodata.vocabulary import OUTCOMES, parse_time
+
+if TYPE_CHECKING:
+    from ros_robodata.bag.writer import BagWriter
 
 EPISODE_EVENT = 'ros_robodata/msg/EpisodeEvent'
 BOOL = 'std_msgs/msg/Bool'
@@ -262,6 +264,8 @@ def write_windows(reader: BagReader, windows: list[Window], bags: list[Path], ex
                             '(not in the bag, not a ROS 2 Jazzy type); import the bag whole instead')
     stamped = {n: starts_with_header(i.msgtype, store) for n, i in topics.items()}
     order = sorted(range(len(windows)), key=lambda k: windows[k].start_ns)
+    from ros_robodata.bag.writer import BagWriter, qos_profile  # start-up time: rosbags' writer, when splitting
+
     writers: dict[int, BagWriter] = {}
     stats: dict[int, WindowStats] = {}
     latched: dict[str, list[tuple[int, bytes]]] = {}

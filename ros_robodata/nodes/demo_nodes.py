@@ -27,7 +27,7 @@ from rclpy.signals import SignalHandlerOptions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ros_robodata.console import stderr, stdout
+from ros_robodata.console import real_console, stderr, stdout
 from ros_robodata.dataset import Dataset, is_dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import segment_episode
@@ -154,7 +154,7 @@ class _Demo:
         columns = (TextColumn('{task.description}'), BarColumn(), TextColumn('{task.completed}/{task.total}'),
                    TimeElapsedColumn())
         pending: list[dict[str, Any]] = []
-        with Progress(*columns, console=stderr, transient=False) as progress:
+        with Progress(*columns, console=real_console(stderr), transient=False) as progress:
             overall = progress.add_task('episodes', total=args.episodes)
             shown = [0.0]
 

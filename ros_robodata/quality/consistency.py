@@ -18,12 +18,30 @@ course it differs most.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from dtaidistance import dtw_ndim
+
+
+def _load_dtw() -> Any:
+    """dtaidistance's n-dimensional DTW, loaded without tqdm: dtaidistance imports it only for progress bars we
+    never ask for (show_progress), and it costs every scoring run ~0.1 s of start (it reads package metadata).
+    A tqdm already loaded by the caller is used as it is."""
+    blocked = 'tqdm' not in sys.modules
+    if blocked:
+        sys.modules['tqdm'] = None  # type: ignore[assignment]  # `import tqdm` raises ImportError: optional there
+    try:
+        from dtaidistance import dtw_ndim
+    finally:
+        if blocked and sys.modules.get('tqdm') is None:
+            del sys.modules['tqdm']
+    return dtw_ndim
+
+
+dtw_ndim = _load_dtw()
 
 # A MAD times this estimates the standard deviation of normally distributed data.
 _MAD_TO_STD = 1.4826

@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.types import typestore
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
@@ -22,8 +21,6 @@ from ros_robodata.profile.schema import JOINT_STATE
 from ros_robodata.quality.contact import WrenchWatch
 from ros_robodata.quality.findings import ERROR, WARN, Finding, Ranges
 from ros_robodata.quality.host_stall import merge_host_stalls
-from ros_robodata.quality.image_cdr import gray_from_image_cdr
-from ros_robodata.quality.images import CameraWatch, ImageLimits
 from ros_robodata.quality.motion import JointMotion, MotionLimits, limits_from_urdf
 from ros_robodata.quality.quality_format import EpisodeMetrics, ReportJson
 from ros_robodata.quality.timing import StreamTiming, SyncWatch, TimingLimits
@@ -123,6 +120,8 @@ class EpisodeQuality:
         self._image_slots = threading.BoundedSemaphore(32)  # frames decoded ahead at most (memory bound)
         self._image_error: BaseException | None = None  # a check's own bug, raised at flush_images
         if images and t.cameras:
+            from ros_robodata.quality.images import CameraWatch, ImageLimits  # start-up time: OpenCV (~0.17 s)
+
             for cam in t.cameras:
                 self.cameras[cam.topic] = CameraWatch(cam.topic, cam.name, ImageLimits(blur_threshold=q.blur_threshold))
         if self.joint_topic:
@@ -249,6 +248,9 @@ class EpisodeQuality:
 
     def _check_frame(self, topic: str, stamp: int, decode: Callable[[], Any], data: bytes | memoryview | None
                      ) -> None:
+        from ros_robodata.bag.image import decode_image  # start-up time: OpenCV, only where frames are checked
+        from ros_robodata.quality.image_cdr import gray_from_image_cdr
+
         try:
             try:
                 gray = gray_from_image_cdr(data) if data is not None else None

@@ -6,8 +6,42 @@ Every arrow points down: the kinds import `import_common`, `import_run` imports 
 `import_run` from below.
 """
 
-from ros_robodata.dataset.importers.import_common import METHODS, Imported, ImportOptions, episode_id_for
-from ros_robodata.dataset.importers.import_run import ImportRun, dataset_for_import, import_recording, import_recordings
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import TYPE_CHECKING, Any
+
+# Names load on first use: a command that reads datasets (score, a target's episode ids) loads none of the
+# importers' bag writers, video decoders and OpenCV.
+_EXPORTS = {
+    'METHODS': 'ros_robodata.dataset.importers.import_common',
+    'Imported': 'ros_robodata.dataset.importers.import_common',
+    'ImportOptions': 'ros_robodata.dataset.importers.import_common',
+    'episode_id_for': 'ros_robodata.dataset.importers.import_common',
+    'ImportRun': 'ros_robodata.dataset.importers.import_run',
+    'dataset_for_import': 'ros_robodata.dataset.importers.import_run',
+    'import_recording': 'ros_robodata.dataset.importers.import_run',
+    'import_recordings': 'ros_robodata.dataset.importers.import_run',
+}
 
 __all__ = ['METHODS', 'ImportOptions', 'ImportRun', 'Imported', 'dataset_for_import', 'episode_id_for',
            'import_recording', 'import_recordings']
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from ros_robodata.dataset.importers.import_common import METHODS, Imported, ImportOptions, episode_id_for
+    from ros_robodata.dataset.importers.import_run import (
+        ImportRun,
+        dataset_for_import,
+        import_recording,
+        import_recordings,
+    )

@@ -27,9 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ros_robodata.bag.image import encode_compressed, encode_image
 from ros_robodata.bag.types import header, typestore
-from ros_robodata.bag.writer import BagWriter
 from ros_robodata.cluster import Executor, JobFailure, map_jobs
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.dataset import Dataset
@@ -341,6 +339,8 @@ def camera_messages(source: LeRobotSource, episode: LeRobotEpisode, key: str, st
                     jpeg_quality: int, pixels: bool = True) -> Iterator[tuple[int, Any]]:
     """(stamp, Image or CompressedImage) for each frame of camera `key` the video has, as the bag holds them;
     without `pixels`, the same messages with their header alone (nothing decoded: for checks of timing only)."""
+    from ros_robodata.bag.image import encode_compressed, encode_image  # start-up time: OpenCV, for frames only
+
     types = typestore().types
     name = camera_name(key)
     path, start = episode.videos[key]
@@ -360,6 +360,8 @@ def camera_messages(source: LeRobotSource, episode: LeRobotEpisode, key: str, st
 
 def _write_bag(bag: Path, source: LeRobotSource, episode: LeRobotEpisode, start_ns: int, options: ImportOptions,
                raw: bool, profile: Profile | None) -> tuple[int, dict[str, int]]:
+    from ros_robodata.bag.writer import BagWriter  # start-up time: rosbags' writer, not needed to read in place
+
     types = typestore().types
     stamps, received = clock(source, episode, start_ns)
     state_names = source.names(source.state_key, episode.state.shape[1])
