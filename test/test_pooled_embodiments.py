@@ -1,6 +1,7 @@
 """Pooling embodiments, as a team that fine-tunes on its own rig plus public data checks it: our simulated cell
 merged with a real public LeRobot dataset (Reachy 2, vendored under test/data) gives one dataset whose episodes each
-keep their own robot profile, whose commands run per robot, and whose pooled export (`export lerobot --pool`) is one
+keep their own robot profile, whose commands read each episode with its own (a run over both robots gives each
+robot's episodes what a run over that robot's alone gives), and whose pooled export (`export lerobot --pool`) is one
 LeRobot dataset per robot plus mixture.json, or with `--unify pad` one padded dataset with masks."""
 
 from __future__ import annotations
@@ -79,26 +80,210 @@ def test_the_dataset_tools_accept_a_dataset_of_two_robots(pooled: Path, capsys: 
     assert out.count('reachy2') >= 3
 
 
-def test_commands_run_per_robot_and_a_mixed_run_names_the_way_out(pooled: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(['score', str(pooled)], capsys)
-    assert code == 1 and len(err.strip().splitlines()) == 1
-    assert '--where "robot = sim_cell_arm" (2 episode(s))' in err and '--where "robot = reachy2" (3 episode(s))' in err
+def _copy(pooled: Path, to: Path) -> Path:
+    """A copy of the pool whose episodes of both robots share one task, so that anything comparing episodes of a
+    task with each other (consistency, smoothness against peers) would compare two robots if it could."""
+    shutil.copytree(pooled, to)
+    ds = Dataset.open(to)
+    task = next(ds.episode(i).task for i in ds.episode_ids() if ds.episode(i).robot == 'reachy2')
+    assert main(['set', str(to), '--where', 'robot = sim_cell_arm', '--task', task, '--why', 'one task']) == 0
+    return to
+
+
+def _sidecars(root: Path, name: str) -> dict[str, bytes]:
+    return {folder.name: (folder / name).read_bytes() for folder in sorted((root / 'episodes').iterdir())
+            if (folder / name).is_file()}
+
+
+@pytest.fixture(scope='module')
+def scored(pooled: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the pool scored in one run of both robots, in two processes; the pool scored robot by robot)."""
+    base = tmp_path_factory.mktemp('scored')
+    mixed, per_robot = _copy(pooled, base / 'mixed'), _copy(pooled, base / 'per_robot')
+    assert main(['score', str(mixed), '--workers', '2']) == 0
     for robot in ('sim_cell_arm', 'reachy2'):
-        code, _, err = _run(['score', str(pooled), '--where', f'robot = {robot}'], capsys)
-        assert code == 0, err
-    ds = Dataset.open(pooled)
+        assert main(['score', str(per_robot), '--where', f'robot = {robot}']) == 0
+    return mixed, per_robot
+
+
+def test_a_mixed_run_scores_each_robots_episodes_with_its_own_profile_as_per_robot_runs_do(
+        scored: tuple[Path, Path]) -> None:
+    mixed, per_robot = scored
+    for name in ('quality.json', 'events.json'):  # the same bytes, episode by episode
+        assert _sidecars(mixed, name) == _sidecars(per_robot, name)
+    assert len(_sidecars(mixed, 'quality.json')) == 5
+    ds = Dataset.open(mixed)
     for episode_id in ds.episode_ids():  # each read with its own topics (the simulated bags hold no LiDAR)
-        findings = json.loads((ds.episode_dir(episode_id) / 'quality.json').read_text())['findings']
-        missing = {f['topic'] for f in findings if f['check'] == 'completeness.missing_topic'}
+        doc = json.loads((ds.episode_dir(episode_id) / 'quality.json').read_text())
+        missing = {f['topic'] for f in doc['findings'] if f['check'] == 'completeness.missing_topic'}
         assert missing == ({'/lidar/points'} if ds.episode(episode_id).robot == 'sim_cell_arm' else set())
-    code, _, err = _run(['segment', str(pooled), '--where', 'robot = sim_cell_arm'], capsys)
-    assert code == 0, err
-    sim = [i for i in ds.episode_ids() if ds.episode(i).robot == 'sim_cell_arm']
-    assert all((ds.episode_dir(i) / 'events.json').is_file() for i in sim)
+    reachy = [i for i in ds.episode_ids() if ds.episode(i).robot == 'reachy2']
+    consistency = [json.loads((ds.episode_dir(i) / 'quality.json').read_text())['consistency'] for i in reachy]
+    # among its own robot's demonstrations of the task (with the other robot's joints none would be shared)
+    assert all(c is not None and c['medoid'] in reachy for c in consistency), consistency
+    summary = json.loads((mixed / 'quality_summary.json').read_text())
+    assert summary['episodes'] == 5 and summary['outcomes'] == {'success': 2, 'failure': 0, 'recovery': 0, 'unknown': 3}
+    assert {r: s['episodes'] for r, s in summary['robots'].items()} == {'sim_cell_arm': 2, 'reachy2': 3}
+    assert summary['robots']['reachy2'] == json.loads((per_robot / 'quality_summary.json').read_text())
+    assert summary['checks']['completeness.missing_topic'] == 2
+    assert all(line.startswith(('sim_cell_arm: ', 'reachy2: ')) for line in summary['warnings'] + summary['skipped'])
+
+
+def test_a_mixed_run_on_a_ray_cluster_writes_what_per_robot_runs_write(scored: tuple[Path, Path], pooled: Path,
+                                                                       tmp_path: Path) -> None:
+    _, per_robot = scored
+    on_ray = _copy(pooled, tmp_path / 'ray')
+    assert main(['score', str(on_ray), '--ray', 'local', '--workers', '2']) == 0
+    for name in ('quality.json', 'events.json'):
+        assert _sidecars(on_ray, name) == _sidecars(per_robot, name)
+    segmented, alone = _copy(pooled, tmp_path / 'segmented'), _copy(pooled, tmp_path / 'alone')
+    assert main(['segment', str(segmented), '--ray', 'local', '--workers', '2']) == 0
+    for robot in ('sim_cell_arm', 'reachy2'):
+        assert main(['segment', str(alone), '--where', f'robot = {robot}']) == 0
+    assert _sidecars(segmented, 'events.json') == _sidecars(alone, 'events.json') != {}
+
+
+def test_an_episode_alone_and_an_explicit_profile_read_with_one_profile(
+        pooled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = Dataset.open(_copy(pooled, tmp_path / 'pool'))
     one = next(i for i in ds.episode_ids() if ds.episode(i).robot == 'reachy2')  # an episode: its own profile
     code, _, err = _run(['score', str(ds.episode_dir(one))], capsys)
     assert code == 0, err
+    findings = json.loads((ds.episode_dir(one) / 'quality.json').read_text())['findings']
+    assert not [f for f in findings if f['check'] == 'completeness.missing_topic']
+    code, _, err = _run(['score', str(ds.root), '--profile', str(ds.root / 'profiles' / 'sim_cell_arm.yaml')],
+                        capsys)  # --profile: one profile for every episode, as before
+    assert code == 0, err
+    doc = json.loads((ds.episode_dir(one) / 'quality.json').read_text())
+    assert '/joint_states' in {f['topic'] for f in doc['findings'] if f['check'] == 'completeness.missing_topic'}
+    assert 'robots' not in json.loads((ds.root / 'quality_summary.json').read_text())
+
+
+def test_a_mixed_segment_run_segments_each_robot_as_per_robot_runs_do(pooled: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    mixed, per_robot = _copy(pooled, tmp_path / 'mixed'), _copy(pooled, tmp_path / 'per_robot')
+    code, out, err = _run(['segment', str(mixed)], capsys)
+    assert code == 0, err
+    assert 'reachy2: nothing to segment: the profile' in out and 'sim_cell_arm: strokes pooled over the 2' in out
+    for robot in ('sim_cell_arm', 'reachy2'):
+        code, _, err = _run(['segment', str(per_robot), '--where', f'robot = {robot}'], capsys)
+        assert code == 0, err
+    events = _sidecars(mixed, 'events.json')
+    ds = Dataset.open(mixed)
+    assert sorted(events) == sorted(i for i in ds.episode_ids() if ds.episode(i).robot == 'sim_cell_arm')
+    assert events == _sidecars(per_robot, 'events.json')
+    code, out, _ = _run(['segment', str(mixed), '--json'], capsys)
+    answer = json.loads(out)
+    assert sorted(answer['episodes']) == sorted(events) and list(answer['nothing_to_do']) == ['reachy2']
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+def test_export_frames_of_two_robots_writes_one_export_per_robot(pooled: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / 'frames'
+    code, printed, err = _run(['export', 'frames', str(pooled), '--out', str(out), '--tasks', 'none'], capsys)
+    assert code == 0, err
+    assert 'reachy2: the profile names no camera: its 3 episode(s) not exported' in printed
+    assert sorted(p.name for p in out.iterdir()) == ['sim_cell_arm']
+    alone = tmp_path / 'alone' / 'sim_cell_arm'
+    code, _, err = _run(['export', 'frames', str(pooled), '--where', 'robot = sim_cell_arm', '--out', str(alone),
+                         '--tasks', 'none'], capsys)
+    assert code == 0, err
+    assert _tree(out / 'sim_cell_arm') == _tree(alone)  # what the robot's own run writes, byte for byte
+    manifest = json.loads((out / 'sim_cell_arm' / 'manifest.json').read_text())
+    assert len(manifest['episodes']) == 2 and manifest['frames']
+    code, printed, err = _run(['export', 'frames', str(pooled), '--out', str(out), '--json'], capsys)
+    assert code == 0, err  # again: the episodes already current, the task files written in the robot's folder
+    answer = json.loads(printed)
+    assert len(answer['already_current']) == 2 and list(answer['robots']) == ['sim_cell_arm']
+    assert answer['left_out'] == {'reachy2': 'the profile names no camera: its 3 episode(s) not exported'}
+    assert all(Path(p).is_relative_to(out / 'sim_cell_arm') for paths in answer['task_files'].values() for p in paths)
+    code, _, err = _run(['export', 'frames', str(pooled), '--out', str(tmp_path / 'x'), '--cameras', 'nose'],
+                        capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "sim_cell_arm: --cameras: unknown camera 'nose'" in err and '--where "robot = sim_cell_arm"' in err
+    assert not (tmp_path / 'x').exists()
+
+
+def test_select_reads_each_robots_trajectories_and_measures_diversity_within_a_robot(
+        scored: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mixed = shutil.copytree(scored[0], tmp_path / 'pool')
+    no_lidar = load_profile(PROFILE).to_dict()  # the simulated bags hold no LiDAR: scored without, they are usable
+    no_lidar['topics']['lidars'] = []
+    (tmp_path / 'no_lidar.yaml').write_text(yaml.safe_dump(no_lidar))
+    code, _, err = _run(['score', str(mixed), '--where', 'robot = sim_cell_arm', '--profile',
+                         str(tmp_path / 'no_lidar.yaml')], capsys)
+    assert code == 0, err
+    code, out, err = _run(['select', str(mixed), '--budget', '100%', '--dry-run', '--json'], capsys)
+    assert code == 0, err
+    queue = json.loads(out)
+    vectors = json.loads((mixed / 'review' / 'embeddings.json').read_text())['episodes'] \
+        if (mixed / 'review' / 'embeddings.json').is_file() else {}
+    assert not vectors  # a dry run writes nothing
+    code, out, err = _run(['select', str(mixed), '--budget', '100%'], capsys)
+    assert code == 0, err
+    vectors = json.loads((mixed / 'review' / 'embeddings.json').read_text())['episodes']
+    ds = Dataset.open(mixed)
+    sizes = {ds.episode(i).robot: len(v['vector']) for i, v in vectors.items()}
+    assert len(vectors) == 5 and set(sizes) == {'sim_cell_arm', 'reachy2'}  # every robot's read with its joints
+    assert all(len(v['vector']) > 0 for v in vectors.values()) and sizes['sim_cell_arm'] != sizes['reachy2']
+    picked = json.loads((mixed / 'review' / 'queue.json').read_text())['queue']
+    firsts = [e['reasons'] for e in picked if any(r.startswith('the first pick of ') for r in e['reasons'])]
+    assert len(firsts) == 2, picked  # the first pick of each robot: no distance between two robots' trajectories
+    assert len(queue['queue']) == len(picked)
+
+
+def _policy(path: Path, **criteria: Any) -> Path:
+    path.write_text(yaml.safe_dump({'name': path.stem, 'min_score': 0.0, 'no_error_findings': False,
+                                    'outcomes': ['success', 'unknown'], **criteria}))
+    return path
+
+
+def test_approve_and_release_read_each_episodes_profile(scored: tuple[Path, Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    _, per_robot = scored
+    ds = Dataset.open(per_robot)
+    reachy = sorted(i for i in ds.episode_ids() if ds.episode(i).robot == 'reachy2')
+    code, out, err = _run(['approve', str(per_robot), '--policy', str(_policy(tmp_path / 'grasps.yaml',
+                           required_events=['grasp'])), '--dry-run', '--json'], capsys)
+    assert code == 0, err
+    said = json.dumps(json.loads(out))
+    assert 'the robot profile names no gripper or wrench' in said  # reachy2's: no events to be found
+    assert 'no grasp event' in said  # the simulated ones': segmented (while scored), no grasp in three seconds
+    code, _, err = _run(['approve', str(per_robot), '--policy', str(_policy(tmp_path / 'all.yaml'))], capsys)
+    assert code == 0, err
+    code, _, err = _run(['release', 'create', str(per_robot), 'both'], capsys)
+    assert code == 0, err
+    code, _, err = _run(['release', 'create', str(per_robot), 'reachy', '--where', 'robot = reachy2'], capsys)
+    assert code == 0, err
+    shas = {e.name: e.sha256 for e in embodiments(ds)}
+    both = json.loads((per_robot / 'releases' / 'both' / 'manifest.json').read_text())
+    assert both['profile_sha256'] is None and both['profiles'] == dict(sorted(shas.items()))
+    for episode_id, entry in both['episodes'].items():
+        assert entry['profile_sha256'] == shas[ds.episode(episode_id).robot]
+    alone = json.loads((per_robot / 'releases' / 'reachy' / 'manifest.json').read_text())
+    assert sorted(alone['episodes']) == reachy
+    assert alone['profile_sha256'] == shas['reachy2'] and alone['profiles'] == {'reachy2': shas['reachy2']}
+    code, _, err = _run(['release', 'verify', str(per_robot), 'both'], capsys)
+    assert code == 0, err
+
+
+def test_review_media_of_two_robots_each_with_its_profile(pooled: Path, tmp_path: Path) -> None:
+    from ros_robodata.labeling.taxonomy import load_taxonomy
+    from ros_robodata.review.label_studio.tasks import frame_tasks, timeline_tasks
+
+    ds = Dataset.open(pooled)
+    sim = sorted(i for i in ds.episode_ids() if ds.episode(i).robot == 'sim_cell_arm')
+    specs, skipped = timeline_tasks(ds, ds.episode_ids(), media_dir=tmp_path / 'media', document_root=tmp_path,
+                                    every_ns=500_000_000, taxonomy=load_taxonomy(ROOT / 'config' / 'taxonomy.yaml'))
+    assert sorted(s['episode'] for s in specs) == sim
+    assert skipped == {i: 'reachy2: its robot profile has no camera' for i in ds.episode_ids() if i not in sim}
+    frames = frame_tasks(ds, ds.episode_ids(), media_dir=tmp_path / 'media', document_root=tmp_path,
+                         every_ns=1_000_000_000)
+    assert frames and {s['episode'] for s in frames} == set(sim)
 
 
 def test_a_plain_export_of_two_robots_is_refused_naming_pool(pooled: Path, tmp_path: Path,

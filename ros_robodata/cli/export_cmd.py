@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,10 @@ from ros_robodata.cli.command_common import (
 from ros_robodata.cli.pii_options import add_pii_arguments
 from ros_robodata.cli.ros import node_arguments, require_ros
 from ros_robodata.cluster import ClusterStats
-from ros_robodata.dataset.targets import prepare
+from ros_robodata.dataset.targets import Target, prepare
 from ros_robodata.errors import RobodataError
-from ros_robodata.export.export_plan import ExportOptions, plan_export
-from ros_robodata.export.frames_run import export_work
+from ros_robodata.export.export_plan import ExportOptions, ExportPlan, plan_export
+from ros_robodata.export.frames_run import ExportResult, export_work
 from ros_robodata.export.label_tasks import TOOLS, write_task_files
 from ros_robodata.export.manifest import FRAMES_FILE, MANIFEST_FILE
 from ros_robodata.export.schedule import ScheduleSpec
@@ -48,7 +49,8 @@ def add_parser(sub: Any) -> None:
                     'step, or around segmenter events), pair every other sensor by header stamp within a '
                     f'tolerance, and write images/PCDs, a per-episode {FRAMES_FILE} and DIR/{MANIFEST_FILE}. '
                     'Re-running into the same folder skips episodes already exported; an interrupted export '
-                    'resumes.')
+                    'resumes. The episodes of several robots (a merged dataset) go into DIR/<robot>/, one export '
+                    'per robot read with its own profile (a robot whose profile names no camera is left out, said).')
     add_analysis_arguments(f)
     f.add_argument('--out', required=True, help='output folder (created if absent)')
     f.add_argument('--every', help='one frame per time step, e.g. 0.5s or 500ms (default: every frame)')
@@ -137,19 +139,65 @@ def run(args: argparse.Namespace) -> int:
     taxonomy = load_taxonomy(args.taxonomy or config_path('taxonomy.yaml')) if tools else None
     filters = filters_from(args)
     work = prepare(args.target, args.profile, filters)
-    target, profile = work.target, work.profile
+    target = work.target
     if options.schedule.around_events and target.dataset is None:
         raise RobodataError(f'{target.path}: --around-events needs the events of episodes of a dataset: run '
                             f'`robodata import {target.path} --dataset D` and `robodata segment D` first')
-    plan = plan_export(profile, options)  # every option checked before any file is written
+    if not work.mixed:  # every option checked before any file is written (several robots: by export_work)
+        plan_export(work.profile, options)
     say = (lambda text: None) if args.json else (lambda text: stdout.print(text, markup=False))
-    if profile.topics.joint_states is None:
-        say('no joint_states in the profile: frames carry no joint state')
+    for group in work.robots:
+        if group.profile.topics.joint_states is None and group.profile.topics.cameras:
+            say(f'{group.name + ": " if work.mixed else ""}no joint_states in the profile: frames carry no joint state')
     workers = min(args.workers, os.cpu_count() or 1) if args.ray is None else args.workers
     stats = ClusterStats()
     result = export_work(work, args.out, options, filters=filters, workers=workers, force=args.force,
                          progress=lambda jobs: progress(jobs, 'exporting', quiet=args.json),
                          executor=executor_from(args, workers), stats=stats)
+    profiles = {g.name: g.profile for g in work.robots}
+    parts = list(result.robots.items()) if work.mixed else [('', result)]  # several robots: one export each
+    for robot, why in result.left_out.items():
+        say(f'{robot}: {why}')
+    written: dict[str, list[Path]] = {}
+    kept: list[str] = []
+    pii: list[str] = []
+    for robot, part in parts:
+        profile = profiles[robot] if robot else work.profile
+        plan = plan_export(profile, options)
+        mark = f'{robot}: ' if robot else ''
+        _say_part(part, plan, options, target, say, mark)
+        pii.extend(c for c in plan.pii if c not in pii)
+        if taxonomy is not None and part.manifest['frames']:
+            made = write_task_files(part.manifest, Path(part.out_dir), taxonomy, tools=tools,
+                                    video=not args.no_video, notes=kept)
+            for tool, paths in made.items():
+                written.setdefault(tool, []).extend(paths)
+            say(f'{mark}task files: ' + '; '.join(f'{tool} {len(paths)} file(s)' for tool, paths in made.items()))
+    for line in kept:
+        stderr.print(f'robodata export: {line}', markup=False)
+    if args.json:
+        blurred = _faces_blurred_all(parts) if options.blur_faces else None
+        print_json({'out': str(result.out_dir),
+                    'manifest': None if work.mixed else str(Path(result.out_dir) / MANIFEST_FILE),
+                    'exported': result.exported, 'already_current': result.skipped, 'failed': result.failed,
+                    'frames': len(result.manifest['frames']), 'files': result.files,
+                    'unmatched_frames': len(result.unmatched_frames),
+                    'missing_sensors': result.missing, 'notes': result.notes,
+                    'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()},
+                    'kept': kept, 'pii_cameras': pii, 'faces_blurred': blurred,
+                    **({'robots': {robot: {'out': str(part.out_dir), 'manifest': str(part.out_dir / MANIFEST_FILE),
+                                           'exported': part.exported, 'frames': len(part.manifest['frames'])}
+                                   for robot, part in parts}, 'left_out': result.left_out} if work.mixed else {}),
+                    **({'cluster': stats.to_json()} if args.ray else {})})
+    for episode_id, reason in result.failed.items():
+        stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
+    return EXIT_PARTIAL if result.failed else EXIT_OK
+
+
+def _say_part(result: ExportResult, plan: ExportPlan, options: ExportOptions, target: Target,
+              say: Callable[[str], None], mark: str) -> None:
+    """What one export (one robot's, `mark` naming it, in a run of several) did: its notes on stderr, missing
+    sensors, unmatched frames, the counts, faces blurred and pii cameras."""
     for episode_id, notes in result.notes.items():  # a damaged bag's frames are missing: said, as score says it
         for note in notes:
             stderr.print(f'robodata export: {episode_id}: note: {note}', markup=False)
@@ -165,35 +213,20 @@ def run(args: argparse.Namespace) -> int:
             f'(see "unmatched" in {MANIFEST_FILE})')
     manifest = result.manifest
     skipped = f', {len(result.skipped)} already current' if result.skipped else ''
-    say(f'{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
+    say(f'{mark}{len(manifest["episodes"])} episode(s){skipped}, {len(manifest["frames"])} frame(s), '
         f'{result.files} file(s), {len(unmatched)} frame(s) with unmatched sensors -> {result.out_dir}')
     blurred = _faces_blurred(Path(result.out_dir), result.exported) if options.blur_faces else None
     if blurred is not None:
-        say(f'faces blurred: {blurred} in the images of this run')
+        say(f'{mark}faces blurred: {blurred} in the images of this run')
     if plan.pii:
         audit = 'recorded in ' + str(target.dataset.audit_path) if target.dataset is not None else \
             'not recorded in an audit: the target is not a dataset'
-        say(f'pii camera(s) {", ".join(plan.pii)} exported '
+        say(f'{mark}pii camera(s) {", ".join(plan.pii)} exported '
             f'{"with faces blurred" if options.blur_faces else "as recorded (--allow-pii)"}: {audit}')
-    written: dict[str, list[Path]] = {}
-    kept: list[str] = []
-    if taxonomy is not None and manifest['frames']:
-        written = write_task_files(manifest, Path(result.out_dir), taxonomy, tools=tools, video=not args.no_video,
-                                   notes=kept)
-        say('task files: ' + '; '.join(f'{tool} {len(paths)} file(s)' for tool, paths in written.items()))
-    for line in kept:
-        stderr.print(f'robodata export: {line}', markup=False)
-    if args.json:
-        print_json({'out': str(result.out_dir), 'manifest': str(Path(result.out_dir) / MANIFEST_FILE),
-                    'exported': result.exported, 'already_current': result.skipped, 'failed': result.failed,
-                    'frames': len(manifest['frames']), 'files': result.files, 'unmatched_frames': len(unmatched),
-                    'missing_sensors': result.missing, 'notes': result.notes,
-                    'task_files': {tool: [str(p) for p in paths] for tool, paths in written.items()},
-                    'kept': kept, 'pii_cameras': list(plan.pii), 'faces_blurred': blurred,
-                    **({'cluster': stats.to_json()} if args.ray else {})})
-    for episode_id, reason in result.failed.items():
-        stderr.print(f'robodata export: {episode_id}: {reason}', markup=False)
-    return EXIT_PARTIAL if result.failed else EXIT_OK
+
+
+def _faces_blurred_all(parts: list[tuple[str, ExportResult]]) -> int:
+    return sum(_faces_blurred(Path(part.out_dir), part.exported) for _, part in parts)
 
 
 def _faces_blurred(out: Path, episodes: list[str]) -> int:

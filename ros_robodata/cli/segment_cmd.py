@@ -7,8 +7,6 @@ import os
 from collections import Counter
 from typing import Any
 
-from rich.table import Table
-
 from ros_robodata.cli.command_common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -28,7 +26,7 @@ from ros_robodata.cluster.remote_jobs import RemoteRoot
 from ros_robodata.dataset.targets import prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.offline import EVENTS_FILE, segment_items
+from ros_robodata.events.offline import EVENTS_FILE, segment_groups
 from ros_robodata.vocabulary import EVENT_KINDS
 
 
@@ -38,7 +36,8 @@ def add_parser(sub: Any) -> None:
         description='Find grasp_start, contact, grasp, lift, release, contact_lost and grasp_failed events from '
                     f'the gripper and wrist wrench topics. In a dataset, writes {EVENTS_FILE} into each episode; '
                     'a bag on its own (or a folder of them, with --profile) is read and printed, nothing written; '
-                    'so is a LeRobot dataset folder, read in place (give --profile naming its gripper).')
+                    'so is a LeRobot dataset folder, read in place (give --profile naming its gripper). A dataset of '
+                    'several robots is segmented robot by robot, each with its own profile, unless --profile.')
     add_analysis_arguments(p, TARGETS + ', or a dataset in object storage (s3://bucket/path: docs/ray.md)')
     p.add_argument('--no-wrench', action='store_true', help='ignore the wrench topic (gripper only)')
     p.add_argument('--no-gripper', action='store_true', help='ignore the gripper topic (wrench only)')
@@ -64,9 +63,10 @@ def _run(args: argparse.Namespace, where: str, remote: RemoteRoot | None) -> int
     target = work.target
     if not work.items:
         raise RobodataError(f'{target.path}: nothing to segment: {why_none(target, filters)}')
-    run = segment_items(work.items, work.profile, use_gripper=not args.no_gripper, use_wrench=not args.no_wrench,
-                        progress=lambda it: progress(it, 'segmenting', total=len(work.items), quiet=args.json),
-                        executor=executor_from(args, workers, remote), stats=stats)
+    run = segment_groups(work.robots, use_gripper=not args.no_gripper, use_wrench=not args.no_wrench,
+                         progress=lambda it: progress(it, 'segmenting', quiet=args.json,
+                                                      total=None if work.mixed else len(work.items)),
+                         executor=executor_from(args, workers, remote), stats=stats)
     if run.nothing_to_do:
         if args.json:
             print_json({'episodes': {}, 'failed': {}, 'nothing_to_do': run.nothing_to_do})
@@ -79,12 +79,16 @@ def _run(args: argparse.Namespace, where: str, remote: RemoteRoot | None) -> int
             raise RobodataError(next(iter(run.failed.values())))
         _show(args, name, next(iter(run.results.values())))
         return EXIT_OK
+    left_out = {robot: own.nothing_to_do for robot, own in run.robots.items() if own.nothing_to_do}
     if args.json:
         print_json({'episodes': {k: v.to_json() for k, v in run.results.items()}, 'failed': run.failed,
+                    **({'nothing_to_do': left_out} if left_out else {}),
                     **({'cluster': stats.to_json()} if args.ray else {})})
     else:
         written = f' ({EVENTS_FILE} written)' if target.kind == 'dataset' else ' (nothing written)'
         name = target.dataset.name if target.dataset is not None else str(target.path)
+        from rich.table import Table  # start-up time: ~0.1 s, and --json prints none
+
         table = Table('bag' if target.kind in ('bag', 'bags') else 'episode', *EVENT_KINDS,
                       title=f'{name}: events per episode{written}')
         for episode_id, result in run.results.items():
@@ -100,9 +104,13 @@ def _run(args: argparse.Namespace, where: str, remote: RemoteRoot | None) -> int
         said = Counter(line for result in run.results.values() for line in result.inputs)
         for line, count in said.items():
             stdout.print(f'{line} ({count} of {len(run.results)})', markup=False)
-        if run.priors is not None:
-            stdout.print(f'strokes pooled over the {len(run.results)} episodes: {run.priors.describe()}; '
-                         f'{len(run.repeated)} episode(s) segmented again from them', markup=False)
+        for robot, own in (run.robots or {'': run}).items():  # a dataset of several robots: pooled per robot
+            if own.priors is not None:
+                stdout.print(f'{robot + ": " if robot else ""}strokes pooled over the {len(own.results)} episodes: '
+                             f'{own.priors.describe()}; {len(own.repeated)} episode(s) segmented again from them',
+                             markup=False)
+        for robot, why in left_out.items():
+            stdout.print(f'{robot}: nothing to segment: {why}', markup=False)
     summary = warning_summary(run.results)
     if summary:
         stderr.print(f'robodata segment: {summary}', markup=False)
@@ -142,6 +150,8 @@ def _show(args: argparse.Namespace, name: str, result: SegmentResult) -> None:
     if args.json:
         print_json(result.to_json())
         return
+    from rich.table import Table  # start-up time: ~0.1 s, and --json prints none
+
     table = Table('t_s', 'event', 'confidence', 'evidence', title=f'{name}: {len(result.events)} event(s) from '
                   f'{" + ".join(result.sources)}')
     for event in result.to_json()['events']:

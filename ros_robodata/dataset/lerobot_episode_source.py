@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 from rosbags.typesys.store import Typestore
 
-from ros_robodata.bag.reader import BagMessage, BagReader, TopicInfo
+from ros_robodata.bag.reader import BagMessage, BagReader, OrderedMessages, TopicInfo
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.episode import Episode
@@ -243,6 +243,20 @@ class LeRobotEpisodeReader(BagReader):
         Raises:
             RobodataError: a topic the episode does not have.
         """
+        ordered = self._ordered(topics, start_ns, stop_ns)
+        if ordered is None:
+            return
+        held = [(topic, msgtype, datas) for (topic, msgtype), datas in zip(ordered.topics, ordered.datas, strict=True)]
+        for i, k, t in zip(ordered.within.tolist(), ordered.which.tolist(), ordered.times.tolist(), strict=True):
+            topic, msgtype, datas = held[k]
+            yield BagMessage(topic, msgtype, t, datas[i])
+
+    def ordered_messages(self) -> OrderedMessages | None:
+        """Every message as arrays, in messages()' order: the checks take them without an object a message."""
+        return self._ordered(None, None, None)
+
+    def _ordered(self, topics: Collection[str] | None, start_ns: int | None, stop_ns: int | None
+                 ) -> OrderedMessages | None:
         have = set(self._held) | set(self._cameras)
         wanted = have if topics is None else set(topics)
         if unknown := wanted - have:
@@ -253,7 +267,7 @@ class LeRobotEpisodeReader(BagReader):
                 self._camera(topic)
         order = [t for t in self._held if t in wanted]
         if not order:
-            return
+            return None
         times = np.concatenate([self._held[t][1] for t in order])
         which = np.concatenate([np.full(len(self._held[t][1]), k, dtype=np.int64) for k, t in enumerate(order)])
         within = np.concatenate([np.arange(len(self._held[t][1])) for t in order])
@@ -264,10 +278,8 @@ class LeRobotEpisodeReader(BagReader):
             keep &= times < stop_ns
         picked = np.flatnonzero(keep)
         picked = picked[np.lexsort((within[picked], which[picked], times[picked]))]
-        held = [(t, self._held[t][0], self._held[t][2]) for t in order]
-        for i, k, t in zip(within[picked].tolist(), which[picked].tolist(), times[picked].tolist(), strict=True):
-            topic, msgtype, datas = held[k]
-            yield BagMessage(topic, msgtype, t, datas[i])
+        return OrderedMessages([(t, self._held[t][0]) for t in order], times[picked].astype(np.int64),
+                               which[picked], within[picked], [self._held[t][2] for t in order])
 
     def decode(self, message: BagMessage) -> Any:
         return self._store.deserialize_cdr(bytes(message.data), message.msgtype)

@@ -4,9 +4,9 @@ Every command names its input the same way and answers a wrong one in the same w
 bag), with the next step. Analysis commands work on `Item`s: an episode of a dataset (results are written
 beside it) or a bag on its own (results are printed, nothing is written next to somebody else's recording).
 
-Why one module: resolving the target, picking its episodes (and its profile: a dataset of several robots gives the
-picked episodes' own, dataset/embodiments.py) and saying why none were picked share Filters and their wording; apart,
-the commands' answers to the same input would drift.
+Why one module: resolving the target, picking its episodes (and their profiles: in a dataset of several robots the
+picked episodes are grouped by robot, each group with its own profile, dataset/embodiments.py) and saying why none
+were picked share Filters and their wording; apart, the commands' answers to the same input would drift.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Union
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset, is_dataset
-from ros_robodata.dataset.embodiments import holds_several, one_profile, profile_of
+from ros_robodata.dataset.embodiments import embodiment_of, embodiments, holds_several, profile_of
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.episode_query import EpisodeQuery, compile_query
 from ros_robodata.dataset.importers.import_common import episode_id_for
@@ -345,12 +345,63 @@ TargetLike = Union[Dataset, Target, str, 'os.PathLike[str]']
 
 
 @dataclass(frozen=True)
+class RobotGroup:
+    """The picked episodes of one robot and the profile they are read with: a command on a dataset of several robots
+    runs per group, so what compares episodes with each other (consistency, pooled strokes, diversity) never
+    compares two robots.
+
+    Args:
+        name: the embodiment's name (dataset.yaml `embodiments`), or the profile's robot name.
+        profile: the profile the group's episodes are read with.
+        items: the group's episodes, in the order they were picked.
+    """
+
+    name: str
+    profile: Profile
+    items: list[Item]
+
+
+@dataclass(frozen=True)
 class Work:
-    """What an analysis runs over: the target, the profile to read it with, and the chosen episodes or bags."""
+    """What an analysis runs over: the target, the profile to read it with, and the chosen episodes or bags.
+
+    Args:
+        target: what the user named.
+        profile: the one profile of the run; for a run over several robots (`mixed`) the dataset's first, for what
+            is dataset-wide only: each episode is read with its group's.
+        items: the chosen episodes or bags.
+        groups: the items by robot, each with its profile (one group unless `mixed`); empty: one group of all.
+    """
 
     target: Target
     profile: Profile
     items: list[Item]
+    groups: tuple[RobotGroup, ...] = ()
+
+    @property
+    def robots(self) -> tuple[RobotGroup, ...]:
+        """The groups to run, one per robot: at least one (all items with `profile`)."""
+        return self.groups or (RobotGroup(self.profile.robot.name, self.profile, self.items),)
+
+    @property
+    def mixed(self) -> bool:
+        """The picked episodes are of several robots, each group read with its own profile."""
+        return len(self.robots) > 1
+
+
+def robot_groups(dataset: Dataset, items: list[Item]) -> tuple[RobotGroup, ...]:
+    """`items` of `dataset` grouped by the embodiment each episode was recorded with, in the order dataset.yaml lists
+    them (an item without an episode goes with the first).
+
+    Raises:
+        DatasetError: as embodiments() does (a profile file missing or edited).
+    """
+    known = embodiments(dataset)
+    picked: dict[str, list[Item]] = {}
+    for item in items:
+        name = embodiment_of(dataset, item.episode, known).name if item.episode is not None else known[0].name
+        picked.setdefault(name, []).append(item)
+    return tuple(RobotGroup(e.name, e.profile, picked[e.name]) for e in known if e.name in picked)
 
 
 def as_target(target: TargetLike, *, in_place: bool = False) -> Target:
@@ -369,7 +420,8 @@ def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None
     """The target resolved, its profile (given, or the dataset's own; for a LeRobot folder the one `robodata
     import` would write) and the episodes `filters` pick; with `pick` False no episode is picked (a caller that
     reads the catalog itself: no episode.yaml is read). `in_place`: a LeRobot folder is a target (score, segment
-    and report read it where it lies), not an error asking for an import."""
+    and report read it where it lies), not an error asking for an import. In a dataset of several robots without a
+    given profile, the picked episodes are grouped by robot (`Work.groups`), each group with its own profile."""
     resolved = as_target(target, in_place=in_place)
     chosen_profile = profile if isinstance(profile, Profile) else profile_for(resolved, profile)
     if resolved.kind == 'lerobot':
@@ -377,9 +429,12 @@ def prepare(target: TargetLike, profile: Profile | str | os.PathLike[str] | None
 
         check_lerobot_profile(resolved.path, chosen_profile)
     items = select(resolved, filters, need_bag=need_bag, profile=chosen_profile) if pick else []
+    groups: tuple[RobotGroup, ...] = ()
     if profile is None and resolved.dataset is not None and items and holds_several(resolved.dataset):
-        chosen_profile = one_profile(resolved.dataset, [i.episode for i in items if i.episode is not None])
-    return Work(resolved, chosen_profile, items)
+        groups = robot_groups(resolved.dataset, items)
+        if len(groups) == 1:
+            chosen_profile = groups[0].profile
+    return Work(resolved, chosen_profile, items, groups)
 
 
 def _starts_since(path: Path, since_ns: int) -> bool:

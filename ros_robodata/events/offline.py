@@ -1,5 +1,6 @@
 """Segmenting recorded episodes or bags: stream the gripper and wrench topics out of each bag; an episode of a
-dataset gets its events.json, a bag on its own is only read."""
+dataset gets its events.json, a bag on its own is only read. A dataset of several robots is segmented robot by robot,
+each with its own profile and its strokes pooled over its own episodes only."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ros_robodata.bag.time_origin import time_origin
 from ros_robodata.cluster import ClusterStats, Executor, JobFailure, content_key, files_fingerprint, map_jobs
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.lerobot_ref import LeRobotRef
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, prepare
+from ros_robodata.dataset.targets import Filters, Item, RobotGroup, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
 from ros_robodata.events.calibration import Priors, needs_prior, pool_priors, read_prior
 from ros_robodata.events.event import EventJson, SegmentResult, SegmentResultJson
@@ -156,6 +157,7 @@ class SegmentRun:
     nothing_to_do: str = ''  # why nothing was segmented at all (a rig without gripper and wrench)
     priors: Priors | None = None  # the strokes pooled over the episodes, when there were several
     repeated: list[str] = field(default_factory=list)  # segmented again from the pooled strokes
+    robots: dict[str, SegmentRun] = field(default_factory=dict)  # several robots: each one's run, by name
 
 
 @dataclass(frozen=True)
@@ -254,10 +256,36 @@ def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = Tr
     return run
 
 
+def segment_groups(groups: tuple[RobotGroup, ...], *, use_gripper: bool = True, use_wrench: bool = True,
+                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, executor: Executor | None = None,
+                   stats: ClusterStats | None = None) -> SegmentRun:
+    """segment_items per robot (each group read with its profile, its strokes pooled over its own episodes only: the
+    same events as a run over that robot's episodes alone), summed up in one run keeping each robot's in `robots`
+    (a robot whose profile names no gripper or wrench says so there; `nothing_to_do` only when no robot has any);
+    one group is segment_items itself."""
+    if len(groups) == 1:
+        return segment_items(groups[0].items, groups[0].profile, use_gripper=use_gripper, use_wrench=use_wrench,
+                             progress=progress, executor=executor, stats=stats)
+    executor = executor or Executor()
+    stats = stats if stats is not None else ClusterStats()
+    runs = {g.name: segment_items(g.items, g.profile, use_gripper=use_gripper, use_wrench=use_wrench,
+                                  progress=progress, executor=executor, stats=stats) for g in groups}
+    order = {item.name: n for n, item in enumerate(item for g in groups for item in g.items)}
+    merged = SegmentRun(robots=runs)
+    merged.results = dict(sorted(((n, r) for run in runs.values() for n, r in run.results.items()),
+                                 key=lambda kv: order[kv[0]]))
+    merged.failed = {n: why for run in runs.values() for n, why in run.failed.items()}
+    merged.repeated = [n for run in runs.values() for n in run.repeated]
+    if all(run.nothing_to_do for run in runs.values()):
+        merged.nothing_to_do = '; '.join(f'{robot}: {run.nothing_to_do}' for robot, run in runs.items())
+    return merged
+
+
 def segment(target: TargetLike, *, profile: Profile | str | None = None, filters: Filters | None = None,
             use_gripper: bool = True, use_wrench: bool = True,
             progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None) -> SegmentRun:
     """Grasp/contact/release events of a dataset's episodes (events.json written into each), one episode, a bag
-    or a folder of bags (read, nothing written). `profile`: the dataset's own unless given (required for bags)."""
+    or a folder of bags (read, nothing written). `profile`: the dataset's own unless given (each episode's own in a
+    dataset of several robots, segment_groups; required for bags)."""
     work = prepare(target, profile, filters, in_place=True)
-    return segment_items(work.items, work.profile, use_gripper=use_gripper, use_wrench=use_wrench, progress=progress)
+    return segment_groups(work.robots, use_gripper=use_gripper, use_wrench=use_wrench, progress=progress)

@@ -1,6 +1,8 @@
 """Exporting many episodes or bags for labeling: each in a worker (export_episode, frames.py), an episode already
 exported with the same settings left as it is, one exported again with other settings swapped in whole, then every
-current frames.json merged into manifest.json. The front door (`export_frames`) and the command (`export_work`)."""
+current frames.json merged into manifest.json. The front door (`export_frames`) and the command (`export_work`).
+The episodes of several robots (a merged dataset) go into one export per robot, OUT/<robot>/, each read with its own
+profile: what `--where "robot = NAME" --out OUT/NAME` writes (one manifest holds one robot's sensors)."""
 
 from __future__ import annotations
 
@@ -15,15 +17,15 @@ import cv2
 from ros_robodata.cluster import ClusterStats, Executor, JobFailure, map_jobs
 from ros_robodata.dataset.copies import COPIES_FILE, record_copy
 from ros_robodata.dataset.episode import check_episode_id
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
-from ros_robodata.errors import RobodataError
+from ros_robodata.dataset.targets import Filters, Item, RobotGroup, TargetLike, Work, prepare, why_none
+from ros_robodata.errors import ExportError, RobodataError
 from ros_robodata.events.offline import EVENTS_FILE, read_events_file
 from ros_robodata.export.export_plan import ExportOptions, ExportPlan, plan_export
 from ros_robodata.export.frames import STAGING_DIR, export_episode
 from ros_robodata.export.manifest import build_manifest, episode_is_current, refresh_manifest
 from ros_robodata.export.pii_guard import audit_pii
 from ros_robodata.files import replace_folder, safe_path
-from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir
+from ros_robodata.outputs import check_export_outside_dataset, prepare_export_dir, recorded_data
 from ros_robodata.profile import Profile
 
 __all__ = ['ExportJob', 'ExportResult', 'export_frames', 'export_items', 'export_work']
@@ -42,6 +44,9 @@ class ExportResult:
         failed: per episode that could not be exported, why.
         missing: per episode, the sensors whose topic its bag lacks.
         notes: per episode, how its bag was read when not whole (a damaged chunk's frames are not in the export).
+        robots: for episodes of several robots, each robot's export (its own folder and manifest), by name;
+            `manifest` then holds every robot's episodes and frames, for counting (no such file is written).
+        left_out: for episodes of several robots, a robot whose profile names no camera, and why.
     """
 
     out_dir: Path
@@ -51,6 +56,8 @@ class ExportResult:
     failed: dict[str, str] = field(default_factory=dict)
     missing: dict[str, list[str]] = field(default_factory=dict)  # sensors whose topic an episode's bag lacks
     notes: dict[str, list[str]] = field(default_factory=dict)  # how a bag was read: damage, a file cut off
+    robots: dict[str, ExportResult] = field(default_factory=dict)  # several robots: each one's export, by name
+    left_out: dict[str, str] = field(default_factory=dict)  # several robots: one not exported (no camera), why
 
     @property
     def files(self) -> int:
@@ -210,6 +217,9 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
             written to the dataset's audit.jsonl.
     """
     options = options or ExportOptions()
+    if work.mixed:
+        return _export_robots(work, Path(out_dir), options, filters=filters, workers=workers, progress=progress,
+                              force=force, executor=executor, stats=stats)
     plan = plan_export(work.profile, options)  # a pii camera without permission is refused here, before any file
     if not work.items:
         raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
@@ -230,4 +240,60 @@ def export_work(work: Work, out_dir: str | Path, options: ExportOptions | None =
         raise
     if created and not result.exported and not result.skipped:
         shutil.rmtree(out_dir, ignore_errors=True)  # every episode failed: no folder of an export that is not
+    return result
+
+
+def _export_robots(work: Work, out: Path, options: ExportOptions, *, filters: Filters | None, workers: int,
+                   progress: Callable[[Iterable[Any]], Iterator[Any]] | None, force: bool,
+                   executor: Executor | None, stats: ClusterStats | None) -> ExportResult:
+    """Episodes of several robots: each robot's into OUT/<robot>/ with its own profile (export_work on its group);
+    every robot's options checked before any file is written; a robot whose profile names no camera is left out
+    (said in `left_out`), unless no robot has one."""
+    if not work.items:
+        raise RobodataError(f'{work.target.path}: nothing to export: {why_none(work.target, filters)}')
+    groups: list[RobotGroup] = []
+    left_out: dict[str, str] = {}
+    for group in work.robots:
+        if not group.profile.topics.cameras:
+            left_out[group.name] = f'the profile names no camera: its {len(group.items)} episode(s) not exported'
+            continue
+        try:
+            plan_export(group.profile, options)
+        except RobodataError as err:  # ExportError (a pii camera) too: said for the robot it is about
+            said = (f'{group.name}: {err} (its {len(group.items)} episode(s); `--where "robot = '
+                    f'{group.profile.robot.name}"` exports this robot alone)')
+            raise (ExportError(said) if isinstance(err, ExportError) else RobodataError(said)) from None
+        groups.append(group)
+    if not groups:
+        raise RobodataError(f'{work.target.path}: nothing to export: no robot\'s profile names a camera '
+                            f'({", ".join(left_out)})')
+    check_export_outside_dataset(out)
+    if (why := recorded_data(out.resolve())) is not None or (out.exists() and not out.is_dir()):
+        raise RobodataError(f'{out}: not exporting there: {why or "not a folder"}; name a folder to export into')
+    names = {g.name for g in work.robots}
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in names and not p.name.startswith('.')) \
+        if out.is_dir() else []
+    if foreign and not force:
+        raise RobodataError(f'{out}: holds files that are not an export of ours ({", ".join(foreign[:3])}'
+                            f'{" ..." if len(foreign) > 3 else ""}); the episodes of several robots go into one '
+                            'folder per robot in it: name an empty or new folder, or add --force')
+    created = not out.exists()
+    result = ExportResult(out, {'episodes': [], 'frames': []}, left_out=left_out)
+    try:
+        for group in groups:
+            own = export_work(Work(work.target, group.profile, group.items), out / group.name, options,
+                              filters=filters, workers=workers, progress=progress, force=force, executor=executor,
+                              stats=stats)
+            result.robots[group.name] = own
+            for key in ('episodes', 'frames'):
+                result.manifest[key].extend(own.manifest.get(key, []))
+            result.exported.extend(own.exported)
+            result.skipped.extend(own.skipped)
+            result.failed.update(own.failed)
+            result.missing.update(own.missing)
+            result.notes.update(own.notes)
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return result

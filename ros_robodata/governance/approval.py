@@ -16,6 +16,7 @@ from typing import Any
 
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.embodiments import profile_of
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import EVENTS_FILE, read_events_file
 from ros_robodata.export.lerobot.policy import recovery_counts
@@ -105,7 +106,7 @@ def judge(dataset: Dataset, row: CatalogRow, policy: ApprovalPolicy) -> list[str
 
 def _missing_events(dataset: Dataset, path: Path, required: tuple[str, ...]) -> list[str]:
     if not path.is_file():
-        topics = dataset.profile.topics if dataset.has_profile else None
+        topics = profile_of(dataset, dataset.episode(path.parent.name)).topics if dataset.has_profile else None
         if topics is not None and topics.gripper is None and topics.wrench is None:
             return [f'no events can be found: the robot profile names no gripper or wrench, and the policy requires '
                     f'{", ".join(required)} (add them to the profile, or drop required_events)']

@@ -2,7 +2,8 @@
 
 `robodata release create DATASET NAME` freezes the approved episodes (optionally only those approved under one policy,
 or a `--where` subset) as `releases/NAME/manifest.json`: every file of every episode with its sha256 and size, the
-policy, the robot profile's hash, the ros_robodata version and the audit chain's head. The manifest's own sha256 is
+policy, the robot profile's hash (in a dataset of several robots, each episode's and the robots' under `profiles`),
+the ros_robodata version and the audit chain's head. The manifest's own sha256 is
 written beside it as `manifest.sha256`, in `sha256sum -c` format, so the release can be checked without ros_robodata;
 that hash is what an export from the release (and a model trained on it) names. `croissant.json` describes the
 release in Croissant 1.1 with its Responsible-AI fields. The three files are made read-only.
@@ -29,6 +30,8 @@ from ros_robodata.dataset.audit import append_audit, current_user
 from ros_robodata.dataset.audit_chain import verify_audit
 from ros_robodata.dataset.catalog import CatalogRow
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.embodiments import Embodiment, embodiment_of, embodiments, holds_several
+from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.participants import read_participants
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.files import write_atomic
@@ -199,25 +202,29 @@ def create_release(dataset: Dataset, name: str, rows: list[CatalogRow], *, polic
         raise ReleaseError(f'{dataset.root}: {len(changed)} bag file(s) no longer match the sha256 recorded when they '
                            f'were written ({", ".join(changed[:3])}{" ..." if len(changed) > 3 else ""}): '
                            '`robodata verify` and `robodata repair` first; nothing was released')
+    robots = _embodiments(dataset, {r.id: described[r.id] for r in chosen})
     episodes = {}
     for r in chosen:
         root = dataset.episode_dir(r.id)
         episodes[r.id] = {'outcome': r.outcome, 'reviewed_outcome': r.reviewed_outcome, 'score': r.score,
                           'task': r.task, 'operator': r.operator, 'robot': r.robot,
+                          **({'profile_sha256': robots[r.id].sha256} if robots else {}),
                           'files': {p.relative_to(root).as_posix(): {'sha256': hashed[p][0], 'bytes': hashed[p][1]}
                                     for p in files[r.id]}}
+    used = {e.name: e for e in robots.values()}  # several robots: each released episode's profile, by name
     manifest = {
         'format': FORMAT, 'name': name, 'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'created_ns': time.time_ns(),
         'who': who or current_user(), 'why': why, 'dataset': dataset.name, 'ros_robodata': __version__,
         'policy': policy.to_json() if policy else None, 'where': where,
-        'profile_sha256': dataset.profile.sha256 if dataset.has_profile else None,
+        'profile_sha256': _profile_sha256(dataset, list(used.values())),
+        **({'profiles': {name: e.sha256 for name, e in sorted(used.items())}} if robots else {}),
         'audit_head': {'entries': audit_head[0], 'sha256': audit_head[1]} if audit_head else None,
         'episodes': episodes,
     }
     body = (json.dumps(manifest, indent=1, sort_keys=True) + '\n').encode()
     digest = hashlib.sha256(body).hexdigest()
     card = croissant_for_release(manifest, digest, modes={r.id: r.mode for r in chosen},
-                                 pii_cameras=_pii_cameras(dataset),
+                                 pii_cameras=_pii_cameras(dataset, list(used.values())),
                                  consent=_consent(dataset, {described[r.id].participant for r in chosen} - {''}),
                                  license_url=str(dataset.info.get('license') or ''))
     folder.mkdir(parents=True)
@@ -232,10 +239,26 @@ def create_release(dataset: Dataset, name: str, rows: list[CatalogRow], *, polic
     return Release(name, digest, manifest)
 
 
-def _pii_cameras(dataset: Dataset) -> list[str]:
-    if not dataset.has_profile:
-        return []
-    return [c.name for c in dataset.profile.topics.cameras if c.pii]
+def _embodiments(dataset: Dataset, episodes: dict[str, Episode]) -> dict[str, Embodiment]:
+    """Each episode's embodiment in a dataset of several robots (the profile it was recorded with); {} otherwise."""
+    if not holds_several(dataset):
+        return {}
+    known = embodiments(dataset)
+    return {episode_id: embodiment_of(dataset, episode, known) for episode_id, episode in episodes.items()}
+
+
+def _profile_sha256(dataset: Dataset, used: list[Embodiment]) -> str | None:
+    """The released episodes' robot profile: the dataset's, or the one all of them were recorded with in a dataset of
+    several robots (None when they are of several: the manifest's `profiles` and each episode's say which)."""
+    if used:
+        return used[0].sha256 if len(used) == 1 else None
+    return dataset.profile.sha256 if dataset.has_profile else None
+
+
+def _pii_cameras(dataset: Dataset, used: list[Embodiment]) -> list[str]:
+    """The cameras marked pii in the released episodes' profiles (the dataset's, or each robot's of several)."""
+    profiles = [e.profile for e in used] or ([dataset.profile] if dataset.has_profile else [])
+    return list(dict.fromkeys(c.name for profile in profiles for c in profile.topics.cameras if c.pii))
 
 
 def _consent(dataset: Dataset, named: set[str]) -> dict[str, str]:

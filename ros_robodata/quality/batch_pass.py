@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ros_robodata.bag.reader import BagMessage
+from ros_robodata.bag.reader import BagMessage, OrderedMessages
 from ros_robodata.quality.batch_checks import feed_gripper, feed_sync, feed_timing, feed_wrench
 from ros_robodata.quality.batch_motion import MotionRun, feed_motion
 from ros_robodata.quality.episode_checks import _CAMERA, _COMMAND, _JOINTS, _URDF, _WRENCH, UNREADABLE, EpisodeQuality
@@ -33,10 +33,16 @@ CHUNK = 4096  # messages held before the checks run on them (memory stays bounde
 class _Held:
     """One topic's messages since the last flush."""
 
+    topic: str
+    msgtype: str
     seqs: list[int] = field(default_factory=list)
     receives: list[int] = field(default_factory=list)
     datas: list[bytes | memoryview] = field(default_factory=list)
-    messages: list[BagMessage] = field(default_factory=list)
+
+    def message(self, i: int) -> BagMessage:
+        """The i-th as a BagMessage (made only for the few a check decodes one by one)."""
+        return BagMessage(self.topic, self.msgtype, self.receives[i], self.datas[i])
+
 
 
 class BatchQuality:
@@ -76,6 +82,35 @@ class BatchQuality:
         if len(chunk) >= CHUNK:
             self.flush()
 
+    def add_ordered(self, ordered: OrderedMessages) -> None:
+        """All of a reader's messages at once, as arrays: the same chunks, sequence numbers and checks as add() of
+        each in turn, without a Python object a message (the per-message cost of a LeRobot episode in place).
+        Camera and URDF topics, which are read on arrival, go through add() one by one."""
+        names = [topic for topic, _ in ordered.topics]
+        if self._chunk or any(t in self._on_arrival or t in self._header_only or t not in self._ids for t in names):
+            for k, i, t in zip(ordered.which.tolist(), ordered.within.tolist(), ordered.times.tolist(), strict=True):
+                topic, msgtype = ordered.topics[k]
+                self.add(BagMessage(topic, msgtype, t, ordered.datas[k][i]))
+            return
+        for begin in range(0, len(ordered.times), CHUNK):  # the chunks add() would flush, the tail included
+            self._flush_held(self._held_of(ordered, begin, min(begin + CHUNK, len(ordered.times))))
+
+    def _held_of(self, ordered: OrderedMessages, begin: int, end: int) -> dict[str, _Held]:
+        """What _split gives for messages begin..end of `ordered` (all of the profile's topics)."""
+        base = self._seq
+        self._seq += end - begin
+        times, which, within = ordered.times[begin:end], ordered.which[begin:end], ordered.within[begin:end]
+        self._first(int(times[0]))
+        self.checks.last_ns = int(times[-1])
+        held = {}
+        for k in np.unique(which).tolist():
+            part = np.flatnonzero(which == k)
+            topic, msgtype = ordered.topics[k]
+            datas = ordered.datas[k]
+            held[topic] = _Held(topic, msgtype, (part + base).tolist(), times[part].tolist(),
+                                [datas[i] for i in within[part].tolist()])
+        return held
+
     def finish(self) -> None:
         """Run the checks on what is still held."""
         self.flush()
@@ -110,16 +145,17 @@ class BatchQuality:
         order = known[np.argsort(which[known], kind='stable')]
         bounds = np.flatnonzero(np.diff(which[order])) + 1
         held = {}
-        topics = list(ids)
         for part in np.split(order, bounds):
             picked = [chunk[i] for i in part.tolist()]
-            held[topics[int(which[part[0]])]] = _Held((part + base).tolist(), [m.t_ns for m in picked],
-                                                      [m.data for m in picked], picked)
+            held[picked[0].topic] = _Held(picked[0].topic, picked[0].msgtype, (part + base).tolist(),
+                                          [m.t_ns for m in picked], [m.data for m in picked])
         return held
 
     def flush(self) -> None:
+        self._flush_held(self._split())
+
+    def _flush_held(self, held: dict[str, _Held]) -> None:
         q = self.checks
-        held = self._split()
         frames, self._frames = self._frames, {}
         refs: list[tuple[np.ndarray, np.ndarray]] = []
         runs: list[MotionRun] = []
@@ -192,7 +228,7 @@ class BatchQuality:
                     runs.append(MotionRun(seqs[begin:end], tuple(names), stamps[rows], positions[rows]))
             if k + 1 < len(bounds) - 1:  # the slow row after them, read one by one as EpisodeQuality.add does
                 i = bounds[k + 1]
-                data, decode = h.datas[i], self._decoder(h.messages[i])
+                data, decode = h.datas[i], self._decoder(h.message(i))
                 try:
                     reading = read_gripper(data, gripper.joint, decode) if gripper is not None else None
                     js = read_joints(data, decode) if joints else None
@@ -225,7 +261,7 @@ class BatchQuality:
             fast = keep.copy()
         for i in np.flatnonzero(~fast).tolist():
             try:
-                forces[i] = read_wrench(h.datas[i], self._decoder(h.messages[i])).force
+                forces[i] = read_wrench(h.datas[i], self._decoder(h.message(i))).force
                 keep[i] = True
             except UNREADABLE as err:
                 self._unreadable(topic, err)

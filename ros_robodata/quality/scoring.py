@@ -1,5 +1,7 @@
 """Scoring recorded episodes: every check streamed through each bag, then what needs the whole dataset
-(consistency across demonstrations of a task, the outcome mix), then quality.json and the catalog's scores."""
+(consistency across demonstrations of a task, the outcome mix), then quality.json and the catalog's scores. A dataset
+of several robots is scored robot by robot (each with its own profile, compared only with its own episodes) and
+summed up in one quality_summary.json with each robot's own summary under `robots`."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ros_robodata.bag.time_origin import time_origin
 from ros_robodata.cluster import ClusterStats, Executor, JobFailure, content_key, files_fingerprint, map_jobs
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.lerobot_ref import LeRobotRef
-from ros_robodata.dataset.targets import Filters, Item, TargetLike, Work, prepare, why_none
+from ros_robodata.dataset.targets import Filters, Item, RobotGroup, TargetLike, Work, prepare, why_none
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.calibration import Priors, read_prior
 from ros_robodata.events.event import EventJson, SegmentResult
@@ -42,6 +44,13 @@ from ros_robodata.quality.take_spec import take_findings, take_verdicts
 
 QUALITY_FILE = 'quality.json'
 SUMMARY_FILE = 'quality_summary.json'
+
+
+class PooledSummary(QualitySummary, total=False):
+    """quality_summary.json of a run over several robots: the figures over all of them, and per robot (by its
+    embodiment name) the summary a run over that robot's episodes alone writes."""
+
+    robots: dict[str, QualitySummary]
 
 
 @dataclass
@@ -77,7 +86,11 @@ def score_bag(path: str | Path, profile: Profile, *, outcome: str | None = None,
         from ros_robodata.dataset.lerobot_episode_source import open_episode
     with BagReader(path) if lerobot is None else open_episode(lerobot, images) as reader:
         feeder = BatchQuality(checks, reader.decode) if batch else None
-        for message in reader.messages():
+        # A reader that holds its streams in memory (a LeRobot episode in place) hands them over as arrays.
+        ordered = reader.ordered_messages() if feeder is not None and segmenter is None else None
+        if feeder is not None and ordered is not None:
+            feeder.add_ordered(ordered)
+        for message in reader.messages() if ordered is None else ():
             if feeder is not None:
                 feeder.add(message)
             else:
@@ -263,6 +276,44 @@ def score_items(items: list[Item], profile: Profile, *, workers: int = 1, images
     return ScoreRun(scores, failures, summary, events, skipped, notes)
 
 
+def score_groups(groups: tuple[RobotGroup, ...], *, workers: int = 1, images: bool = True,
+                 progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, executor: Executor | None = None,
+                 stats: ClusterStats | None = None) -> ScoreRun:
+    """score_items per robot (each group read with its profile and compared with its own episodes only: the same
+    scores as a run over that robot's episodes alone), the runs then summed up in one (pooled_run); one group is
+    score_items itself. Nothing is written but events.json, as score_items."""
+    if len(groups) == 1:
+        return score_items(groups[0].items, groups[0].profile, workers=workers, images=images, progress=progress,
+                           executor=executor, stats=stats)
+    executor = executor or Executor(workers=workers)
+    runs = {g.name: score_items(g.items, g.profile, images=images, progress=progress, executor=executor, stats=stats)
+            for g in groups}
+    return pooled_run(runs, [item for g in groups for item in g.items])
+
+
+def pooled_run(runs: dict[str, ScoreRun], items: list[Item]) -> ScoreRun:
+    """One run of several robots' (by name): every episode's score as its robot's run found it, in `items`' order;
+    a summary over all (episodes, outcomes, mean score, checks fired) whose warnings, patterns and skipped checks
+    each name their robot, and every robot's own summary under `robots`."""
+    order = {item.name: n for n, item in enumerate(items)}
+    scores = dict(sorted(((name, s) for run in runs.values() for name, s in run.scores.items()),
+                         key=lambda kv: order.get(kv[0], len(order))))
+    failed = {name: why for run in runs.values() for name, why in run.failed.items()}
+    skipped = [f'{robot}: {line}' for robot, run in runs.items() for line in run.skipped]
+    labels = {i.name: i.outcome for i in items if i.outcome is not None}
+    mix = outcome_mix(labels) if labels else None
+    summary: PooledSummary = {
+        'format': 'ros_robodata.quality_summary/1', 'episodes': len(scores), 'failed': failed,
+        'outcomes': mix.counts if mix else {}, 'outcome_ratios': mix.ratios if mix else {},
+        'warnings': [f'{robot}: {w}' for robot, run in runs.items() for w in run.summary['warnings']],
+        'patterns': [p for run in runs.values() for p in run.summary['patterns']],
+        'mean_score': num(float(np.mean([score_of(s.findings)[0] for s in scores.values()]))) if scores else None,
+        'checks': _check_counts(scores.values()), 'skipped': skipped,
+        'robots': {robot: run.summary for robot, run in runs.items()}}
+    return ScoreRun(scores, failed, summary, {n: e for run in runs.values() for n, e in run.events.items()}, skipped,
+                    {n: notes for run in runs.values() for n, notes in run.notes.items()})
+
+
 def score_episodes(dataset: Dataset, profile: Profile, episode_ids: list[str], *, workers: int = 1,
                    images: bool = True, progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None
                    ) -> ScoreRun:
@@ -280,18 +331,25 @@ def score_dataset_items(dataset: Dataset, profile: Profile, items: list[Item], *
     dataset."""
     run = score_items(items, profile, workers=workers, images=images, progress=progress, executor=executor,
                       stats=stats)
+    write_scores(dataset, run)
+    return run
+
+
+def write_scores(dataset: Dataset, run: ScoreRun) -> None:
+    """A run's results written down: quality.json into each episode, the scores into the catalog and
+    quality_summary.json into the dataset."""
     for episode_id, s in run.scores.items():
         write_json(dataset.episode_dir(episode_id) / QUALITY_FILE, s.to_json())
         score, _ = score_of(s.findings)
         dataset.catalog.set_scores(episode_id, score, catalog_scores(s))
     write_json(dataset.root / SUMMARY_FILE, run.summary)
-    return run
 
 
 def score_work(work: Work, *, workers: int = 1, images: bool = True,
                progress: Callable[[Iterable[Any]], Iterator[Any]] | None = None, filters: Filters | None = None,
                executor: Executor | None = None, stats: ClusterStats | None = None) -> ScoreRun:
-    """Score what `prepare()` resolved: a dataset's chosen episodes (results written), or bags (in memory).
+    """Score what `prepare()` resolved: a dataset's chosen episodes (results written), or bags (in memory); the
+    episodes of several robots robot by robot, each with its own profile (score_groups).
 
     Args:
         work: the target, its profile and the chosen episodes or bags, resolved once by `prepare()`.
@@ -307,11 +365,11 @@ def score_work(work: Work, *, workers: int = 1, images: bool = True,
     """
     if not work.items:
         raise RobodataError(f'{work.target.path}: nothing to score: {why_none(work.target, filters)}')
+    run = score_groups(work.robots, workers=workers, images=images, progress=progress, executor=executor,
+                       stats=stats)
     if work.target.dataset is not None:
-        return score_dataset_items(work.target.dataset, work.profile, work.items, workers=workers, images=images,
-                                   progress=progress, executor=executor, stats=stats)
-    return score_items(work.items, work.profile, workers=workers, images=images, progress=progress,
-                       executor=executor, stats=stats)
+        write_scores(work.target.dataset, run)
+    return run
 
 
 def score(target: TargetLike, *, profile: Profile | str | None = None, filters: Filters | None = None,
@@ -322,7 +380,8 @@ def score(target: TargetLike, *, profile: Profile | str | None = None, filters: 
 
     Args:
         target: a Dataset, or a path to a dataset, an episode, a bag or a folder of bags.
-        profile: the robot profile (a Profile or a YAML path); the dataset's own unless given (required for bags).
+        profile: the robot profile (a Profile or a YAML path); the dataset's own unless given (each episode's own in
+            a dataset of several robots; required for bags).
         filters: which episodes of a dataset (task, outcome, status, since).
         workers: processes that score in parallel.
         images: run the camera checks.

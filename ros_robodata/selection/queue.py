@@ -24,9 +24,11 @@ from ros_robodata import untrusted
 from ros_robodata.cluster import Executor
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.embodiments import embodiment_of, embodiments, holds_several
 from ros_robodata.dataset.targets import Filters, TargetLike, as_target, need, select, why_none
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.files import write_json
+from ros_robodata.profile import Profile
 from ros_robodata.selection.embedding import embeddings
 from ros_robodata.selection.evidence import Evidence, read_evidence
 from ros_robodata.selection.queue_format import QueueEntry, QueueInputs, ReviewQueue
@@ -165,22 +167,40 @@ def select_for_review(target: TargetLike, *, budget: str | int = DEFAULT_BUDGET,
     candidates = {n: episode_signals(e, uncertainty=None if placed is None else placed.get(n, no_score),
                                      min_score=min_score, typical=typical) for n, e in evidence.items()}
     vectors: dict[str, Any] = {}
-    if dataset.has_profile:
-        vectors, embed_notes = embeddings(
-            [(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in sorted(candidates)], dataset.profile,
-            dataset.root / REVIEW_DIR if write else None, progress=progress, executor=executor)
+    placed_vectors: dict[str, Any] = {}
+    robots = _robots(dataset, sorted(candidates)) if dataset.has_profile else {}
+    for profile, names in robots.values():  # each robot's trajectories with its profile, compared among its own
+        found, embed_notes = embeddings([(n, dataset.bag_dir(n), dataset.episode(n).bag_sha256) for n in names],
+                                        profile, dataset.root / REVIEW_DIR if write else None, progress=progress,
+                                        executor=executor)
         notes.extend(embed_notes)
-    elif candidates:
+        vectors.update(found)
+        placed_vectors.update(standardized(found))
+    if candidates and not dataset.has_profile:
         notes.append('no robot profile in dataset.yaml: trajectories not read, diversity not used')
     if candidates and not vectors and dataset.has_profile:
         notes.append('no trajectory in any candidate\'s bag: diversity not used')
-    picks = pick(candidates, standardized(vectors), count)
+    several = {n: robot for robot, (_, names) in robots.items() for n in names} if len(robots) > 1 else None
+    picks = pick(candidates, placed_vectors, count, several)
     queue = _document(dataset, str(budget), count, items, picks, excluded, evidence, scores, uncertainty,
                       filters, include_reviewed, min_score, notes)
     path = None
     if write:
         path = _write(dataset, queue, picks, excluded, who)
     return SelectRun(picks, excluded, queue, path, notes)
+
+
+def _robots(dataset: Dataset, names: list[str]) -> dict[str, tuple[Profile, list[str]]]:
+    """The candidates by robot (embodiment name), each with the profile its trajectories are read with: one group
+    with the dataset's profile unless the dataset holds several robots."""
+    if not holds_several(dataset):
+        return {dataset.profile.robot.name: (dataset.profile, names)} if names else {}
+    known = embodiments(dataset)
+    out: dict[str, tuple[Profile, list[str]]] = {}
+    for name in names:
+        embodiment = embodiment_of(dataset, dataset.episode(name), known)
+        out.setdefault(embodiment.name, (embodiment.profile, []))[1].append(name)
+    return out
 
 
 def _document(dataset: Dataset, asked: str, count: int, items: list[Any], picks: list[Pick], excluded: dict[str, str],

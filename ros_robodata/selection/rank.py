@@ -5,12 +5,15 @@ next pick is the candidate with the highest informativeness + WEIGHTS['diversity
 episode already picked, relative to the typical distance between candidates (k-center greedy on the trajectory
 embedding, capped at 1). So ten near-identical doubtful demonstrations do not fill the queue: once one is picked,
 the others lose their diversity share to episodes unlike anything picked. Ties go to the smaller episode id; no
-randomness anywhere, so the same inputs give the same queue.
+randomness anywhere, so the same inputs give the same queue. In a dataset of several robots, distances are taken
+between episodes of one robot only (their trajectories are of other joints): an episode is unlike what was picked of
+its own robot, relative to the typical distance between its robot's candidates.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,35 +54,58 @@ def standardized(vectors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {n: row / np.sqrt(keep.sum()) for n, row in zip(names, matrix, strict=True)}
 
 
-def pick(candidates: dict[str, dict[str, Signal]], embedding: dict[str, np.ndarray], budget: int) -> list[Pick]:
-    """The `budget` best candidates in pick order. Candidates without an embedding get no diversity share."""
+@dataclass
+class _Robot:
+    """One robot's embedded candidates (their rows in `points`), their places among all candidates, the typical
+    distance between them and each one's distance to the nearest of them picked so far."""
+
+    members: list[str]
+    points: np.ndarray
+    where: np.ndarray
+    typical: float
+    nearest: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.nearest = np.full(len(self.members), np.inf)
+
+
+def pick(candidates: dict[str, dict[str, Signal]], embedding: dict[str, np.ndarray], budget: int,
+         robots: Mapping[str, str] | None = None) -> list[Pick]:
+    """The `budget` best candidates in pick order. Candidates without an embedding get no diversity share.
+    `robots`: each candidate's robot, in a dataset of several; diversity is then measured among a robot's own."""
     names = sorted(candidates)
     informative = np.array([sum(WEIGHTS[k] * s.value for k, s in candidates[n].items()) for n in names])
     embedded = [n for n in names if n in embedding]
-    points = np.stack([embedding[n] for n in embedded]) if embedded else np.zeros((0, 1))
-    row = {n: i for i, n in enumerate(embedded)}
     place = {n: i for i, n in enumerate(names)}
-    where = np.array([place[n] for n in embedded], dtype=int)  # each embedded candidate's place in names
-    typical = _typical_distance(points)
-    nearest = np.full(len(embedded), np.inf)  # distance to the nearest pick so far
+    robot_of = {n: (robots or {}).get(n, '') for n in embedded}
+    groups = {}
+    for robot in sorted(set(robot_of.values())):
+        members = [n for n in embedded if robot_of[n] == robot]
+        points = np.stack([embedding[n] for n in members])
+        groups[robot] = _Robot(members, points, np.array([place[n] for n in members], dtype=int),
+                               _typical_distance(points))
     taken = np.zeros(len(names), dtype=bool)
     out: list[Pick] = []
     for rank in range(1, min(budget, len(names)) + 1):
         diversity = np.zeros(len(names))
-        if typical > 0 and len(embedded):
-            diversity[where] = np.minimum(1.0, nearest / typical)  # inf (nothing picked yet) counts 1
+        for each in groups.values():
+            if each.typical > 0:
+                diversity[each.where] = np.minimum(1.0, each.nearest / each.typical)  # inf (none picked) counts 1
         priority = informative + WEIGHTS['diversity'] * diversity
         priority[taken] = -np.inf
         best = int(np.argmax(np.round(priority, 9)))  # first of equals: names are sorted, so the smaller id
         taken[best] = True
         name = names[best]
         signals = dict(candidates[name])
-        if name in row and typical > 0:
-            d = nearest[row[name]]
-            signals['diversity'] = Signal(round(float(diversity[best]), 6), 'the first pick' if not
-                                          np.isfinite(d) else f'unlike the episodes picked before it (distance '
-                                          f'{d / typical:.2f}x the typical one)')
-            nearest = np.minimum(nearest, np.linalg.norm(points - points[row[name]], axis=1))
+        group = groups.get(robot_of.get(name, ''))
+        if name in robot_of and group is not None and group.typical > 0:
+            row = group.members.index(name)
+            d = group.nearest[row]
+            mine = f' of {robot_of[name]}' if len(groups) > 1 else ''
+            signals['diversity'] = Signal(round(float(diversity[best]), 6), f'the first pick{mine}' if not
+                                          np.isfinite(d) else f'unlike the episodes{mine} picked before it (distance '
+                                          f'{d / group.typical:.2f}x the typical one)')
+            group.nearest = np.minimum(group.nearest, np.linalg.norm(group.points - group.points[row], axis=1))
         out.append(Pick(name, rank, round(float(priority[best]), 4), signals))
     return out
 

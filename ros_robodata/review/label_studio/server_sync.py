@@ -18,12 +18,14 @@ from typing import Any
 
 from ros_robodata import untrusted
 from ros_robodata.dataset.dataset import Dataset
+from ros_robodata.dataset.embodiments import holds_several, profile_of
 from ros_robodata.errors import DatasetError, RobodataError
 from ros_robodata.export.export_plan import ExportOptions
 from ros_robodata.export.pii_guard import audit_pii, check_pii
 from ros_robodata.files import write_json
 from ros_robodata.labeling.label_studio_labels import labels_from_tasks
 from ros_robodata.labeling.taxonomy import Taxonomy
+from ros_robodata.profile import Profile
 from ros_robodata.review.agreement import Agreement, Thresholds, agreement, write_disagreements
 from ros_robodata.review.apply import Applied, apply_labels, current_labels
 from ros_robodata.review.label_studio.client import call
@@ -99,6 +101,31 @@ class PushResult:
         return dict(self.__dict__)
 
 
+def _pii_of(dataset: Dataset, chosen: Sequence[str], cameras: Sequence[str], *, allow_pii: bool,
+            blur_faces: bool) -> list[str]:
+    """The pii cameras the media of `chosen` copies, each episode's own robot profile asked (check_pii: refused
+    without allow_pii or blur_faces); in a dataset of several robots `cameras` names each robot's among them.
+
+    Raises:
+        ExportError: a pii camera without allow_pii or blur_faces.
+    """
+    if not dataset.has_profile:
+        return []
+    profiles: dict[str, Profile] = {dataset.profile.sha256: dataset.profile}
+    several = holds_several(dataset)
+    if several:
+        known = set(dataset.episode_ids())
+        profiles = {p.sha256: p for p in (profile_of(dataset, dataset.episode(e)) for e in chosen if e in known)}
+    out: list[str] = []
+    for profile in profiles.values():
+        own = [c for c in cameras if c in {cam.name for cam in profile.topics.cameras}] if several else list(cameras)
+        if cameras and not own:
+            continue
+        out.extend(c for c in check_pii(profile, own or None, allow_pii=allow_pii, blur_faces=blur_faces)
+                   if c not in out)
+    return out
+
+
 def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxonomy, media_dir: Path,
          document_root: Path | None = None, episodes: Sequence[str] | None = None, queue: int | None = None,
          every_ns: int = 200_000_000, frames_every_ns: int | None = None,
@@ -133,8 +160,7 @@ def push(dataset: Dataset, *, url: str, project: str, token: str, taxonomy: Taxo
     if not chosen:
         raise DatasetError(f'{dataset.root}: no episode to push')
     media = ExportOptions(cameras=tuple(cameras), allow_pii=allow_pii, blur_faces=blur_faces)
-    pii = check_pii(dataset.profile, cameras or None, allow_pii=allow_pii, blur_faces=blur_faces) \
-        if dataset.has_profile else []
+    pii = _pii_of(dataset, chosen, cameras, allow_pii=allow_pii, blur_faces=blur_faces)
     media_dir = media_dir.resolve()
     document_root = (document_root or media_dir).resolve()
     if not media_dir.is_relative_to(document_root):

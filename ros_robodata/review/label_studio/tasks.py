@@ -21,7 +21,7 @@ from ros_robodata import untrusted
 from ros_robodata.dataset.copies import record_copy
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.label import VERDICTS
-from ros_robodata.dataset.targets import prepare
+from ros_robodata.dataset.targets import Item, prepare
 from ros_robodata.errors import RobodataError
 from ros_robodata.export.export_plan import ExportOptions
 from ros_robodata.export.frames_run import export_items
@@ -37,6 +37,7 @@ from ros_robodata.labeling.label_studio_tasks import (
 )
 from ros_robodata.labeling.task_frames import DEFAULT_BASE_URL, episode_fps
 from ros_robodata.labeling.taxonomy import Taxonomy
+from ros_robodata.profile import Profile
 
 MODEL_VERSION = 'robodata-segmenter'
 
@@ -124,18 +125,24 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
     """(task specs for the bridge, episode -> why it was not made) for the episodes, media written into
     `media_dir` (frames, then one MP4 per episode); `media` says which cameras and how (pii, faces blurred), its
     schedule replaced by one frame every `every_ns`."""
-    work = prepare(dataset)
-    chosen = set(episode_ids)
-    items = [item for item in work.items if item.name in chosen]
-    skipped = {e: 'no bag' for e in episode_ids if e not in {item.name for item in items}}
-    if not work.profile.topics.cameras:
-        raise RobodataError(f'{dataset.root}: the robot profile has no camera: nothing to show in a timeline task')
-    if not items:
-        return [], skipped
-    result = export_items(items, work.profile, media_dir, _every(media, every_ns), name=dataset.name,
-                          progress=progress)
-    skipped.update(result.failed)
-    manifest = result.manifest
+    groups, skipped = _by_robot(dataset, episode_ids, _every(media, every_ns))
+    specs = []
+    for profile, items, options in groups:  # each robot's episodes with its own profile and cameras
+        result = export_items(items, profile, media_dir, options, name=dataset.name, progress=progress)
+        skipped.update(result.failed)
+        specs.extend(_timeline_specs(dataset, result.manifest, media_dir, document_root, taxonomy))
+    if groups:
+        record_copy(dataset.root, 'review_media', media_dir, [str(s['episode']) for s in specs],
+                    ('label_studio/videos/{id}',))
+    for episode_id in episode_ids:
+        if episode_id not in {s['episode'] for s in specs} and episode_id not in skipped:
+            skipped[episode_id] = 'no camera frame exported'
+    return specs, skipped
+
+
+def _timeline_specs(dataset: Dataset, manifest: dict[str, Any], media_dir: Path, document_root: Path,
+                    taxonomy: Taxonomy) -> list[dict[str, Any]]:
+    """One timeline task spec per episode of an export's manifest, its video written into `media_dir`."""
     stamps = {f['frame_id']: f for f in manifest['frames']}
     specs = []
     for episode_id, frames in episode_sequences(manifest, root=media_dir).items():
@@ -157,12 +164,35 @@ def timeline_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: P
                 'frame_ids': [f.frame_id for f in frames], 't_s': times}
         specs.append({'key': f'{dataset.name}/{episode_id}/timeline', 'episode': episode_id, 'data': data,
                       'predictions': predictions(events_doc, _read(folder / 'quality.json'), times, taxonomy)})
-    record_copy(dataset.root, 'review_media', media_dir, [str(s['episode']) for s in specs],
-                ('label_studio/videos/{id}',))
-    for episode_id in episode_ids:
-        if episode_id not in {s['episode'] for s in specs} and episode_id not in skipped:
-            skipped[episode_id] = 'no camera frame exported'
-    return specs, skipped
+    return specs
+
+
+def _by_robot(dataset: Dataset, episode_ids: Sequence[str], media: ExportOptions
+              ) -> tuple[list[tuple[Profile, list[Item], ExportOptions]], dict[str, str]]:
+    """The episodes (those with a bag) by robot, each group with its own profile and the media options its cameras
+    allow, and per episode left out why (no bag; in a dataset of several robots, a robot without the cameras).
+
+    Raises:
+        RobodataError: no robot of the episodes has a camera.
+    """
+    work = prepare(dataset)
+    chosen = set(episode_ids)
+    picked = {item.name for item in work.items if item.name in chosen}
+    skipped = {e: 'no bag' for e in episode_ids if e not in picked}
+    if not any(group.profile.topics.cameras for group in work.robots):
+        raise RobodataError(f'{dataset.root}: the robot profile has no camera: nothing to show in a timeline task')
+    out = []
+    for group in work.robots:
+        items = [item for item in group.items if item.name in chosen]
+        names = [c.name for c in group.profile.topics.cameras]
+        cameras = tuple(c for c in media.cameras if c in names) if work.mixed else media.cameras
+        why = 'its robot profile has no camera' if not names else \
+            f'its robot has none of the cameras {",".join(media.cameras)}' if media.cameras and not cameras else ''
+        if why:
+            skipped.update({item.name: f'{group.name}: {why}' for item in items})
+        elif items:
+            out.append((group.profile, items, replace(media, cameras=cameras)))
+    return out, skipped
 
 
 def _every(media: ExportOptions | None, every_ns: int) -> ExportOptions:
@@ -180,17 +210,14 @@ def frame_tasks(dataset: Dataset, episode_ids: Sequence[str], *, media_dir: Path
     """Task specs for one image task per exported camera frame of the episodes (every `every_ns`), media in
     `media_dir` (which cameras and how: `media`); the key is the frame id and camera, so a push again finds the
     same task."""
-    work = prepare(dataset)
-    chosen = set(episode_ids)
-    items = [item for item in work.items if item.name in chosen]
-    if not items:
-        return []
-    result = export_items(items, work.profile, media_dir, _every(media, every_ns), name=dataset.name)
+    groups, _ = _by_robot(dataset, episode_ids, _every(media, every_ns))
     root = document_root.resolve()
     base = DEFAULT_BASE_URL + media_dir.resolve().relative_to(root).as_posix() + '/'
     specs = []
-    for task in label_studio_tasks(result.manifest, root=media_dir, base_url=base, document_root=media_dir):
-        data = dict(task['data'], dataset=dataset.name)
-        specs.append({'key': f'{dataset.name}/{data["frame_id"]}/{data["sensor"]}', 'episode': data['episode_id'],
-                      'data': data, 'predictions': []})
+    for profile, items, options in groups:  # each robot's episodes with its own profile and cameras
+        result = export_items(items, profile, media_dir, options, name=dataset.name)
+        for task in label_studio_tasks(result.manifest, root=media_dir, base_url=base, document_root=media_dir):
+            data = dict(task['data'], dataset=dataset.name)
+            specs.append({'key': f'{dataset.name}/{data["frame_id"]}/{data["sensor"]}', 'episode': data['episode_id'],
+                          'data': data, 'predictions': []})
     return specs
