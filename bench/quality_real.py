@@ -41,8 +41,8 @@ from ros_robodata.cli.main import main as robodata  # noqa: E402
 REAL = ROOT / 'bench' / 'real_data'
 # Embodiments: a humanoid with two dexterous hands, a bimanual arm pair, a single low-cost arm, a Reachy 2.
 WORKING = ['g1_inspire', 'bi_so101_clean_desk', 'so101_robothon_pickplace', 'so101_record_test',
-           str(ROOT / 'test' / 'data' / 'lerobot' / 'reachy2_apple_storage')]
-HELD_BACK = ['piper_grape_plate', 'dexhands_open_50']
+           str(ROOT / 'test' / 'data' / 'lerobot' / 'reachy2_apple_storage'), 'dexhands_open_50']
+HELD_BACK = ['piper_grape_plate']
 TARGET = 0.05
 
 
@@ -61,7 +61,8 @@ def judge(folder: Path, work: Path) -> tuple[str, bool]:
     t2 = time.perf_counter()
     if code:
         return f'{folder.name}: import or score failed (exit {code})', False
-    warned, checks, total = 0, Counter(), 0
+    warned, total = 0, 0
+    checks: Counter[str] = Counter()
     for path in sorted((target / 'episodes').glob('*/quality.json')):
         total += 1
         findings = [f for f in json.loads(path.read_text())['findings'] if f['severity'] in ('warn', 'error')]

@@ -30,13 +30,14 @@ class CommandRows(Protocol):
 class _Joint:
     """One joint's history: what it held before the batch, then its finite values of the batch in order."""
 
-    def __init__(self, held: int, order: np.ndarray, stamps: list[int], values: list[float], starts: np.ndarray
-                 ) -> None:
+    def __init__(self, held: int, order: np.ndarray, stamps: list[int], values: list[float], starts: np.ndarray,
+                 arrays: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.held = held  # entries held before the batch, at the start of stamps and values
         self.order = order  # the pending index of each of the batch's values
         self.stamps, self.values = stamps, values
         self.starts = starts  # after the k-th of the batch's values: the first entry still kept
-        self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # stamps and values, made when travel() is asked
+        self._given = arrays  # stamps and values as arrays already (the batch's own columns), else made when asked
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
 
     def _window(self, fed: int) -> tuple[int, int]:
         """Where the history after the first `fed` pending commands starts and ends in stamps and values."""
@@ -51,12 +52,43 @@ class _Joint:
     def travel(self, fed: int, since_ns: int, until_ns: int) -> float:
         """How far the command moved between two stamps in that history (max - min; 0 without a value there): what
         the stuck check asks of every sample a joint holds still, on arrays rather than a list built for it."""
-        if self._arrays is None:
-            self._arrays = (np.asarray(self.stamps, dtype=np.int64), np.asarray(self.values, dtype=np.float64))
-        start, end = self._window(fed)
-        stamps, values = self._arrays[0][start:end], self._arrays[1][start:end]
-        inside = values[(stamps >= since_ns) & (stamps <= until_ns)]
+        inside = self._inside(fed, since_ns, until_ns)
         return float(inside.max() - inside.min()) if inside.size else 0.0
+
+    def span(self, fed: int, since_ns: int, until_ns: int) -> tuple[float, float] | None:
+        """The lowest and highest value between two stamps in that history (None without one there)."""
+        inside = self._inside(fed, since_ns, until_ns)
+        return (float(inside.min()), float(inside.max())) if inside.size else None
+
+    def still(self, fed: int, since_ns: int, until_ns: int) -> float | None:
+        """The command's value if it held one value between two stamps in that history (None: it moved, or has
+        no value there): what the stuck check asks of a joint come to rest, once per stretch of it."""
+        stamps, values, runs = self._prepared()
+        start, end = self._window(fed)
+        if runs is None:  # stamps out of order: the values between them, wherever they sit
+            inside = self._inside(fed, since_ns, until_ns)
+            return float(inside[0]) if inside.size and inside.min() == inside.max() else None
+        a, b = (start + np.searchsorted(stamps[start:end], (since_ns, until_ns + 1))).tolist()  # [since, until]
+        return float(values[a]) if b > a and runs[b - 1] <= a else None
+
+    def _prepared(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Stamps, values, and (stamps in order) where the run of equal values each value belongs to starts."""
+        if self._arrays is None:
+            stamps, values = self._given or (np.asarray(self.stamps, dtype=np.int64),
+                                             np.asarray(self.values, dtype=np.float64))
+            runs = None
+            if len(stamps) < 2 or bool((np.diff(stamps) >= 0).all()):
+                changed = np.ones(len(values), dtype=bool)
+                changed[1:] = values[1:] != values[:-1]
+                runs = np.maximum.accumulate(np.where(changed, np.arange(len(values)), 0))
+            self._arrays = (stamps, values, runs)
+        return self._arrays
+
+    def _inside(self, fed: int, since_ns: int, until_ns: int) -> np.ndarray:
+        stamps_all, values_all, _ = self._prepared()
+        start, end = self._window(fed)
+        stamps, values = stamps_all[start:end], values_all[start:end]
+        return values[(stamps >= since_ns) & (stamps <= until_ns)]
 
 
 class _Histories(dict[str, list[tuple[int, float]]]):
@@ -76,6 +108,17 @@ class _Histories(dict[str, list[tuple[int, float]]]):
         """JointMotion._command_travel for a joint of the batch (None for another: its list is read as it is)."""
         joint = self.joints.get(name)
         return joint.travel(self.fed, since_ns, until_ns) if joint is not None else None
+
+    def span(self, name: str, since_ns: int, until_ns: int) -> tuple[float, float] | None:
+        """JointMotion._command_span for a joint of the batch (None for another, or none there: the list is read)."""
+        joint = self.joints.get(name)
+        return joint.span(self.fed, since_ns, until_ns) if joint is not None else None
+
+    def still(self, name: str, since_ns: int, until_ns: int) -> tuple[bool, float | None]:
+        """JointMotion._command_still for a joint of the batch: (True, its value or None); (False, None) for
+        another (its list is read as it is)."""
+        joint = self.joints.get(name)
+        return (True, joint.still(self.fed, since_ns, until_ns)) if joint is not None else (False, None)
 
 
 def _starts(stamps: list[int], held: int, horizon_ns: int) -> np.ndarray:
@@ -116,7 +159,7 @@ class CommandFeed:
         firsts: list[tuple[int, int, str]] = []
         shared: dict[tuple[Any, ...], np.ndarray] = {}
         ranges = motion._command_range
-        plain: dict[int, tuple[list[int], list[list[float]], np.ndarray]] = {}  # per run, on first use
+        plain: dict[int, tuple[list[int], list[list[float]], np.ndarray, np.ndarray]] = {}  # per run, on first use
         rising = [len(order) < 2 or bool((np.diff(order) > 0).all()) for order in orders]
         for name, parts in columns.items():
             held = before.get(name, [])
@@ -125,9 +168,10 @@ class CommandFeed:
             if len(parts) == 1 and bool(np.isfinite(run.positions[:, j]).all()) and rising[r]:
                 # The usual: one run names the joint, every value finite (the run's columns read in one go).
                 if r not in plain:
-                    positions = run.positions.astype(float)
-                    plain[r] = (run.stamps.astype(np.int64).tolist(), positions.T.tolist(), positions)
-                stamps_list, values_list, positions = plain[r]
+                    positions, run_stamps = run.positions.astype(float), run.stamps.astype(np.int64)
+                    plain[r] = (run_stamps.tolist(), positions.T.tolist(), positions, run_stamps)
+                stamps_list, values_list, positions, run_stamps = plain[r]
+                given = None if held else (run_stamps, positions[:, j])
                 order, key = orders[r], (r, tuple(t for t, _ in held))
                 stamps = [t for t, _ in held] + stamps_list if held else stamps_list
                 values = [v for _, v in held] + values_list[j] if held else values_list[j]
@@ -145,9 +189,10 @@ class CommandFeed:
                 stamps = [t for t, _ in held] + times.tolist()
                 values = [v for _, v in held] + column.tolist()
                 first_column = int(at[0]) if len(at) else 0
+                given = None
             if key not in shared:
                 shared[key] = _starts(stamps, len(held), horizon_ns)
-            joints[name] = _Joint(len(held), order, stamps, values, shared[key])
+            joints[name] = _Joint(len(held), order, stamps, values, shared[key], given)
             if not len(column):
                 continue
             low, high = float(column[int(np.argmin(column))]), float(column[int(np.argmax(column))])

@@ -272,7 +272,7 @@ def _still(motion: JointMotion, t: np.ndarray, q: np.ndarray, prev_t: np.ndarray
             advance(int(seqs[points[k]]))
             motion._check_still(stamps[k], speed[k].tolist(), at_q[k].tolist(), from_q[k].tolist(), t0)
             continue
-        motion._same_since = [None] * len(motion._same_since)  # every joint changed: only idle is judged
+        motion.end_stretches(stamps[k])  # every joint changed: only idle is judged
         if moving[k]:
             if motion._still_since is not None:
                 motion._close_idle(stamps[k])

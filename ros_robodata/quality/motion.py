@@ -5,8 +5,9 @@ A policy learns the motion it is shown; jerky, idle or physically impossible str
 
 Why one module: every check here reads the same per-sample joint speeds and the same stillness spans (a jump is
 judged against the typical change of the moving samples the idle check counts; a stuck joint is a stretch of
-that stillness with its command moving), so they are one streaming pass; why a still joint is no fault (an end
-stop, a hand closed on an object) is its own module, joint_stop.py.
+that stillness with its command moving; the follower's deadband and latency are timed on those same stretches),
+so they are one streaming pass; why a still joint is no fault (an end stop, a hand closed on an object, a leader
+dithering inside the follower's deadband, a late answer) is its own module, joint_stop.py.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ _STILL_EVERY = 5  # samples between idle/stuck judgements
 EARLY_KEPT = 1000  # speed changes kept to judge once the task's typical change is known
 START_SETTLE_S = 0.5  # a stream's first half second: no jump judged in it before the motion is known
 JOINT_CHANGES_KEPT = 5000  # speed changes kept per joint for the dataset's judgement of its jumps
+ANSWERS_KEPT = 1000  # per joint, the follower's answers to its command kept for its latency
 EARLY_MIN_SAMPLES = 30  # ... or, in a short episode, once this many moving samples showed it
 
 
@@ -129,12 +131,18 @@ class JointMotion:
         self._idle = Ranges(join_ns=0)
         self._stuck: dict[str, Ranges] = {}
         self._stuck_travel: dict[str, float] = {}
-        self._stuck_spans: dict[str, list[tuple[float, float, float]]] = {}  # (held value, command low, high)
+        # (held value, command low, high, s since its command moved, 1.0 if held since the episode's start)
+        self._stuck_spans: dict[str, list[tuple[float, float, float, float, float]]] = {}
         self._seen: list[tuple[float, float]] = []  # each joint's lowest and highest reading in the episode
         self._commands: dict[str, list[tuple[int, float]]] = {}
         self._command_range: dict[str, tuple[float, float]] = {}  # what the command did per joint, all episode
         self._command_layouts: dict[tuple[str, ...], list[tuple[str, list[tuple[int, float]]]]] = {}
         self._not_stuck = set(not_stuck)  # a gripper joint: an object holds it where its command is not
+        self._moved: dict[str, tuple[int, int]] = {}  # a joint holding still: (since, when its command had moved)
+        self._rest_error: dict[str, float] = {}  # per joint, its widest gap to its command at rest (both still)
+        self._answers: dict[str, list[float]] = {}  # per joint, s from its command's move to its answer
+        self._quiet: dict[str, int] = {}  # per joint, the stretch (since) in which its command rested with it
+        self._startup: dict[str, float] = {}  # per joint, s from its command's first move to its first answer
         self._changed: list[bool] = []
         self._travel: list[float] = []
         self._last: tuple[int, list[float]] | None = None
@@ -315,6 +323,16 @@ class JointMotion:
             if len(history) > 64 and history[0][0] < horizon:
                 del history[:len(history) // 2]
 
+    def _command_still(self, name: str, since_ns: int, until_ns: int) -> float | None:
+        """The command's value if it held one value between two stamps (None: it moved, or it has none there)."""
+        batch = getattr(self._commands, 'still', None)  # a batch's histories (batch_commands.py) answer on arrays
+        if batch is not None:
+            known, value = batch(name, since_ns, until_ns)
+            if known:
+                return value
+        values = {v for t, v in self._commands.get(name, ()) if since_ns <= t <= until_ns}
+        return values.pop() if len(values) == 1 else None
+
     def _command_travel(self, name: str, since_ns: int, until_ns: int) -> float:
         batch = getattr(self._commands, 'travel', None)  # a batch's histories (batch_commands.py) answer on arrays
         found = batch(name, since_ns, until_ns) if batch is not None else None
@@ -322,6 +340,15 @@ class JointMotion:
             return float(found)
         values = [v for t, v in self._commands.get(name, ()) if since_ns <= t <= until_ns]
         return max(values) - min(values) if values else 0.0
+
+    def _command_span(self, name: str, since_ns: int, until_ns: int) -> tuple[float, float]:
+        """The command's lowest and highest value between two stamps (it has one there: it moved)."""
+        batch = getattr(self._commands, 'span', None)  # a batch's histories answer on arrays, not a list a sample
+        found = batch(name, since_ns, until_ns) if batch is not None else None
+        if found is not None:
+            return found
+        values = [v for t, v in self._commands.get(name, ()) if since_ns <= t <= until_ns]
+        return min(values), max(values)
 
     def _check_still(self, stamp_ns: int, speed: list[float], q: list[float], previous: list[float],
                      since_ns: int) -> None:
@@ -335,20 +362,71 @@ class JointMotion:
             self._still_since = since_ns
         stuck_ns = self.limits.stuck_after_s * 1e9
         for i, name in enumerate(self.names):
-            if q[i] != previous[i]:
-                self._same_since[i] = None
-                continue
             since = self._same_since[i]
+            if q[i] != previous[i]:
+                if since is not None:
+                    self._stretch_ended(i, name, since, stamp_ns)
+                continue
             if since is None:
                 self._same_since[i] = since_ns
-            elif stamp_ns - since > stuck_ns:
-                travel = self._command_travel(name, since, stamp_ns)
-                if travel > self.limits.stuck_command_travel and name not in self._not_stuck:
-                    # commanded to move, reported the same value (judged against the whole episode at the end)
-                    self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
-                    self._stuck_travel[name] = max(self._stuck_travel.get(name, 0.0), travel)
-                    values = [v for t, v in self._commands.get(name, ()) if since <= t <= stamp_ns]
-                    self._stuck_spans.setdefault(name, []).append((q[i], min(values), max(values)))
+                self._note_rest(name, q[i], since_ns, stamp_ns)
+                continue
+            if name in self._not_stuck:
+                continue
+            moved = self._moved.get(name)
+            if moved is None or moved[0] != since:
+                span = self._command_range.get(name)  # all its command did (so far): no window travels further
+                if span is None or span[1] - span[0] <= self.limits.stuck_command_travel \
+                        or self._command_travel(name, since, stamp_ns) <= self.limits.stuck_command_travel:
+                    self._quiet[name] = since  # its command rested with it: a later move of it is a clean cue
+                    continue
+                moved = self._moved[name] = (since, stamp_ns)  # when its command had moved: the follower's cue
+            if stamp_ns - since > stuck_ns:
+                low, high = self._command_span(name, since, stamp_ns)
+                # commanded to move, reported the same value (judged against the whole episode at the end)
+                self._stuck.setdefault(name, Ranges()).add(since, (stamp_ns - since) / 1e9, end_ns=stamp_ns)
+                self._stuck_travel[name] = max(self._stuck_travel.get(name, 0.0), high - low)
+                self._stuck_spans.setdefault(name, []).append((q[i], low, high,
+                                                               (stamp_ns - moved[1]) / 1e9,
+                                                               float(since == self.first_ns)))
+
+    def _stretch_ended(self, i: int, name: str, since_ns: int, stamp_ns: int) -> None:
+        """A joint held still from since_ns moved again by stamp_ns: if its command had moved meanwhile, the
+        time from that cue to its answer is how late the follower answers (a teleop loop a second late answers so
+        every time; the dataset's judgement reads it). Only where its command first rested with it (a command
+        already moving when the follower stopped gives no cue to time). Kept apart: the episode's start (drivers
+        enabling, a follower catching on), and the stretches too short to be judged stuck (a stuck joint's late
+        answer mid-episode must not teach the dataset that its joints answer late)."""
+        self._same_since[i] = None
+        moved = self._moved.get(name)
+        if moved is None or not moved[0] == since_ns == self._quiet.get(name):
+            return
+        if since_ns == self.first_ns:
+            self._startup[name] = (stamp_ns - moved[1]) / 1e9
+        elif stamp_ns - since_ns <= self.limits.stuck_after_s * 1e9:
+            answers = self._answers.setdefault(name, [])
+            if len(answers) < ANSWERS_KEPT:
+                answers.append((stamp_ns - moved[1]) / 1e9)
+
+    def end_stretches(self, stamp_ns: int) -> None:
+        """Every joint moved by stamp_ns (the batch path's shortcut past _check_still): each stretch ends.
+
+        Args:
+            stamp_ns: the stamp of the still check that saw every joint's reading change.
+        """
+        for i, (name, since) in enumerate(zip(self.names, self._same_since, strict=False)):
+            if since is not None:
+                self._stretch_ended(i, name, since, stamp_ns)
+
+    def _note_rest(self, name: str, value: float, since_ns: int, until_ns: int) -> None:
+        """A joint come to rest (its reading the same over a span) whose command held one value over it too:
+        the gap between them is an error its servo tolerates (a deadband, a calibration offset between leader and
+        follower). Its widest per episode tells the dataset's judgement how far a command may wander unanswered."""
+        command = self._command_still(name, since_ns, until_ns)
+        if command is not None:
+            gap = abs(command - value)
+            if gap > self._rest_error.get(name, -1.0):
+                self._rest_error[name] = gap
 
     def _explained(self, name: str) -> str:
         """Why a joint that held still while its command moved is no fault ('' when nothing explains it): it
@@ -368,12 +446,17 @@ class JointMotion:
 
     def stuck_detail(self) -> dict[str, Any]:
         """What the dataset-wide judgement of stuck joints needs: per joint that held still while commanded,
-        its stretches (held value, command low, command high), and every joint's readings' and commands' span."""
+        its stretches (held value, command low, command high, s since its command moved, 1.0 if held since the
+        episode's start), every joint's readings' and commands' span, its widest gap to its command at rest, and how
+        late it answers its command (its median mid-episode answer; its first answer at the episode's start)."""
         return {'stuck': {n: [list(s) for s in spans] for n, spans in self._stuck_spans.items()},
                 'ranges': {name: [*self._seen[i]] for i, name in enumerate(self.names) if i < len(self._seen)},
                 'commands': {name: [*span] for name, span in self._command_range.items()},
                 'jumps': list(self._motion_jumps),
-                'change_p99': self._change_p99()}
+                'change_p99': self._change_p99(),
+                'rest_error': dict(self._rest_error),
+                'latency': {name: float(np.median(delays)) for name, delays in self._answers.items()},
+                'startup': dict(self._startup)}
 
     def _change_p99(self) -> dict[str, float]:
         """Per joint, the 99th percentile of its speed changes while the arm moved: one np.percentile over all

@@ -63,15 +63,29 @@ def _subject(finding: Finding) -> str:
 
 def explain_stuck_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
     """Re-judge each episode's stuck-joint warnings over the joint's travel in the whole dataset (the end of
-    its travel is where the dataset's readings and commands end, not where one episode's do): an end stop or a
-    hand closed on an object becomes an info. Returns how many warnings became infos."""
+    its travel is where the dataset's readings and commands end, not where one episode's do) and over its own
+    physics there (its deadband, its latency: joint_stop.explain_stuck): an end stop, a hand closed on an object,
+    a leader dithering inside the follower's deadband or a follower answering late becomes an info. Returns how
+    many warnings became infos."""
     readings: dict[str, list[float]] = {}
     commands: dict[str, list[float]] = {}
+    rests: dict[str, list[float]] = {}
+    answers: dict[str, list[float]] = {}
+    firsts: dict[str, list[float]] = {}
     for report in reports.values():
         for key, spans in (('ranges', readings), ('commands', commands)):
             for name, (low, high) in (report.motion_detail.get(key) or {}).items():
                 seen = spans.setdefault(name, [low, high])
                 seen[0], seen[1] = min(seen[0], low), max(seen[1], high)
+        for key, per_joint in (('rest_error', rests), ('latency', answers), ('startup', firsts)):
+            for name, value in (report.motion_detail.get(key) or {}).items():
+                per_joint.setdefault(name, []).append(value)
+    # A joint's deadband: the widest gap to its command it rests with in a typical episode; its latency: how late it
+    # typically answers its command's moves. Each the median over the episodes that show it, so a few episodes of a
+    # blocked or faulty joint (a frozen reading answers late too, once) do not move it.
+    deadband = {name: float(np.median(gaps)) for name, gaps in rests.items() if len(gaps) >= PATTERN_MIN_EPISODES}
+    latency = {name: float(np.median(s)) for name, s in answers.items() if len(s) >= PATTERN_MIN_EPISODES}
+    startup = {name: float(np.median(s)) for name, s in firsts.items() if len(s) >= PATTERN_MIN_EPISODES}
     changed = 0
     for report in reports.values():
         stuck = report.motion_detail.get('stuck') or {}
@@ -79,7 +93,8 @@ def explain_stuck_over_dataset(reports: Mapping[str, EpisodeReport]) -> int:
             name = _subject(finding)
             if finding.check != STUCK or finding.severity != WARN or name not in stuck or name not in readings:
                 continue
-            why = explain_stuck(name, stuck[name], readings[name], commands.get(name))
+            why = explain_stuck(name, stuck[name], readings[name], commands.get(name), deadband=deadband.get(name),
+                                latency=latency.get(name), startup=startup.get(name))
             if why:
                 held = finding.message.split(' while ', 1)[-1].split(' (', 1)[0]
                 report.findings[k] = replace(finding, severity=INFO, message=f'{name} held still while {held}: '
