@@ -26,19 +26,25 @@ DETAILED_BY_DEFAULT = 100  # episodes with figures and frames (about 80 KiB each
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        'report', help='write a self-contained HTML quality report of a scored dataset (or of bags)',
+        'report', help='write a self-contained HTML quality report of a scored dataset (or of bags, or of a LeRobot '
+                       'dataset where it lies)',
         description=f'Read what `robodata score` wrote ({SUMMARY_FILE}, each episode\'s {QUALITY_FILE} and events; '
                     'nothing is scored again) and write one HTML page: the dataset summary (outcomes, score '
                     'distribution, findings by check), the review queue, every episode as one row of a table the '
                     'page draws a page of rows at a time, and for the worst (--episodes) their reasons, a timeline '
                     'of the arm, gripper and wrist force with events and findings marked, and camera frames at the '
-                    'flagged moments. Figures and frames are embedded: the file opens offline. Bags on their own '
-                    '(a bag or a folder of bags, with --profile) are scored in memory first; nothing is written '
-                    'beside them.')
-    add_analysis_arguments(p, 'a scored dataset, an episode folder (its dataset is reported), a bag, or a folder of '
-                              'bags')
-    p.add_argument('--out', help=f'the .html file to write (default: DATASET/{REPORT_FILE}; for bags, '
-                                 f'./<name>_{REPORT_FILE} in the current folder)')
+                    'flagged moments. Figures and frames are embedded: the file opens offline. In a dataset of '
+                    'several robots (`robodata merge`) each episode is drawn with its own robot profile. Bags on '
+                    'their own (a bag or a folder of bags, with --profile) are scored in memory first; nothing is '
+                    'written beside them. A LeRobot dataset (v2.1/v3.0 folder) is read and scored in place as '
+                    '`robodata score` reads it (episodes named by their LeRobot index, findings also in frames); the '
+                    'page says what it lacks without a dataset\'s catalog (review queue, operator labels) and nothing '
+                    'is written into the folder.')
+    add_analysis_arguments(p, 'a scored dataset, an episode folder (its dataset is reported), a bag, a folder of '
+                              'bags, or a LeRobot dataset folder (read in place)')
+    p.add_argument('--out', help=f'the .html file to write (default: DATASET/{REPORT_FILE}; for bags or a LeRobot '
+                                 f'folder, ./<name>_{REPORT_FILE} in the current folder, never inside the LeRobot '
+                                 'folder)')
     p.add_argument('--episodes', default=str(DETAILED_BY_DEFAULT), metavar='N|all',
                    help='detailed sections (timeline, frames; ~80 KiB each) for the N worst-scoring episodes only, '
                         f'every episode still a row of the table (~75 bytes each) (default {DETAILED_BY_DEFAULT}: the '

@@ -14,6 +14,7 @@ from ros_robodata.report.scores import ScoredEpisode
 MAX_SPANS = 300  # shaded ranges per finding in a figure (a finding may hold thousands)
 ERROR_COLOR, WARN_COLOR = '#d62728', '#f0a020'
 EVENT_LABEL_ROWS = 3
+LEGEND_ROWS = 10  # joints whose legend fits beside a panel of the usual height
 
 
 def timeline_png(ep: ScoredEpisode, signals: EpisodeSignals, profile: Profile, dpi: int = 100) -> str:
@@ -46,7 +47,9 @@ def timeline_png(ep: ScoredEpisode, signals: EpisodeSignals, profile: Profile, d
     if not panels:
         return ''
     duration = max(ep.duration_s(), 1e-3)
-    heights = [0.35 * len(lanes) + 0.45 if key == 'other' else 1.5 for key, _, _ in panels]
+    many = len(signals.joint_names) > LEGEND_ROWS  # a humanoid's 26 joints: a taller panel, a smaller legend
+    heights = [0.35 * len(lanes) + 0.45 if key == 'other' else
+               max(1.5, 0.13 * len(signals.joint_names)) if key == 'joints' else 1.5 for key, _, _ in panels]
     top_in, bottom_in = 0.2 + 0.17 * EVENT_LABEL_ROWS, 0.5
     fig = Figure(figsize=(10.0, sum(heights) + top_in + bottom_in), dpi=dpi)
     FigureCanvasAgg(fig)
@@ -67,7 +70,8 @@ def timeline_png(ep: ScoredEpisode, signals: EpisodeSignals, profile: Profile, d
         for i, (x, y) in enumerate(content.lines()):
             ax.plot(x, y, linewidth=0.8, label=names[i] if i < len(names) else str(i))
         if key == 'joints' and names:
-            ax.legend(loc='upper left', bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+            ax.legend(loc='upper left', bbox_to_anchor=(1.0, 1.0), fontsize=6 if many else 7, frameon=False,
+                      labelspacing=0.3 if many else 0.5)
         if key == 'gripper':
             ax.set_ylim(-0.08, 1.12)
     axes[-1].set_xlim(0, duration)

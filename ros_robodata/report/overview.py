@@ -68,3 +68,28 @@ def findings_by_check_html(checks: dict[str, int], episodes: list[ScoredEpisode]
                    f'<td class="num">{by.get("error", 0)}</td><td class="num">{warnings}</td></tr>')
     out.append('</table>')
     return '\n'.join(out)
+
+
+def robots_html(episodes: list[ScoredEpisode], summarized: int | None) -> str:
+    """Per robot of a pooled dataset (`robodata merge`): its episodes, their mean score and findings, from each
+    episode's own quality.json; '' for one robot. `summarized`: how many episodes quality_summary.json counts, said
+    when fewer than the page shows (a dataset scored one robot at a time keeps the last run's summary)."""
+    robots: dict[str, list[ScoredEpisode]] = {}
+    for ep in episodes:
+        robots.setdefault(ep.episode.robot or '(none)', []).append(ep)
+    if len(robots) < 2:
+        return ''
+    out = ['<h3>Robots</h3><table><tr><th>robot</th><th class="num">episodes</th><th class="num">mean score</th>'
+           '<th class="num">with findings</th></tr>']
+    for robot, own in robots.items():
+        scores = [ep.score for ep in own if ep.score == ep.score]
+        mean = f'{sum(scores) / len(scores):.2f}' if scores else '–'
+        out.append(f'<tr><td>{_e(robot)}</td><td class="num">{len(own)}</td><td class="num">{mean}</td>'
+                   f'<td class="num">{sum(1 for ep in own if ep.findings)}</td></tr>')
+    out.append('</table><p class="muted">Each episode is drawn with its own robot\'s profile.</p>')
+    if summarized is not None and summarized < len(episodes):
+        out.append(f'<p class="warn">The dataset summary (mean score, outcomes, warnings, checks) counts '
+                   f'{summarized} of the {len(episodes)} episodes shown: the last <code>robodata score</code> run '
+                   'scored only those (a dataset scored one robot at a time keeps its last run\'s summary). This '
+                   'table is of every episode.</p>')
+    return '\n'.join(out)

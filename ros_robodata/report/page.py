@@ -12,7 +12,7 @@ from ros_robodata.events.offline import EVENTS_FILE
 from ros_robodata.outputs import REPORT_MARK
 from ros_robodata.quality.quality_format import ConsistencyJson, FindingJson, QualityDoc, QualitySummary
 from ros_robodata.report.episode_table import table_html
-from ros_robodata.report.overview import findings_by_check_html, score_distribution_html
+from ros_robodata.report.overview import findings_by_check_html, robots_html, score_distribution_html
 from ros_robodata.report.queue_section import queue_html
 from ros_robodata.report.report_signals import Thumbnail
 from ros_robodata.report.scores import ScoredEpisode
@@ -70,19 +70,24 @@ tr.episode-detail td { background: #f9fafb; }
 
 def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpisode],
                   visuals: dict[str, EpisodeVisuals], review: tuple[ReviewQueue | None, str | None] | None = None,
-                  dataset_root: Path | None = None, coverage: str | None = None) -> str:
+                  dataset_root: Path | None = None, coverage: str | None = None, in_place: Path | None = None) -> str:
     """The whole page: the dataset's picture, the detailed episodes (those in `visuals`) in sections, and every
     episode one row (episode_table.py). Everything read from files is escaped: ids, tasks and messages come from
     users. `review`: (the dataset's review queue or None, why it could not be read) for a dataset; None for bags.
     `dataset_root`: the dataset, for the command that details one more episode on demand. `coverage`: a capture
-    protocol's coverage section (coverage_section.py), after the summary."""
+    protocol's coverage section (coverage_section.py), after the summary. `in_place`: the LeRobot folder the
+    episodes were read from where it lies; the page says what it lacks without a dataset's catalog."""
     parts = ['<!DOCTYPE html>', f'<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f'<title>{_e(name)}: quality report</title>', f'<style>{_CSS}</style></head><body><main>',
              f'<h1>{_e(name)}: quality report</h1>',
              f'<p class="meta">Generated {_e(time.strftime("%Y-%m-%d %H:%M:%S %Z"))} by ros_robodata '
-             f'{_e(__version__)} from what <code>robodata score</code> wrote. Times are seconds from each '
-             'episode\'s first message.</p>']
+             f'{_e(__version__)} from what <code>robodata score</code> '
+             + ('wrote' if dataset_root is not None else 'found, scoring them in memory (nothing was written beside '
+                'them)')
+             + '. Times are seconds from each episode\'s first message.</p>']
+    if in_place is not None:
+        parts.append(in_place_html(in_place))
     parts.append(_summary_html(summary, episodes, visuals))
     if coverage is not None:
         parts.append(coverage)
@@ -102,6 +107,23 @@ def render_report(name: str, summary: QualitySummary, episodes: list[ScoredEpiso
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def in_place_html(folder: Path) -> str:
+    """What a LeRobot folder read where it lies cannot show, for want of a dataset's catalog, and how to get it."""
+    command = f'robodata import {folder} --dataset D'
+    return ('<section id="in-place"><h2>A LeRobot dataset read in place</h2>'
+            f'<p>The episodes were read from <code>{_e(folder)}</code> where it lies, named by their LeRobot episode '
+            'index; a finding\'s stretch is also given in that episode\'s frames. Nothing was written into the '
+            'folder. Without a dataset\'s catalog this page has:</p><ul>'
+            '<li><b>no review queue</b>: <code>robodata select</code> ranks the episodes of a dataset;</li>'
+            '<li><b>no operator labels</b>: the outcomes are what an import would record from the folder '
+            '(<code>unknown</code> unless its episodes table says one), so the outcome mix and the success verdicts '
+            'rest on none;</li>'
+            '<li><b>no operators or lifecycle states</b> (approved, released), and no command to detail one more '
+            'episode later.</li></ul>'
+            f'<p class="muted"><code>{_e(command)}</code>, then <code>robodata score D</code>, '
+            '<code>robodata select D</code> and <code>robodata report D</code> give them.</p></section>')
 
 
 def _anchor(episode_id: str) -> str:
@@ -170,6 +192,8 @@ def _summary_html(summary: QualitySummary, episodes: list[ScoredEpisode],
     if failed:
         out.append('<h3>Episodes that could not be scored</h3><ul>' + ''.join(
             f'<li class="error">{_e(i)}: {_e(reason)}</li>' for i, reason in failed.items()) + '</ul>')
+    summarized = summary.get('episodes')
+    out.append(robots_html(episodes, summarized if isinstance(summarized, int) else None))
     out.append(score_distribution_html(episodes))
     out.append('<p class="muted">The score is the quality of the data (timing, signals, images, completeness), not '
                'of the task: a failed grasp recorded cleanly scores 1.00. Whether the task was done is the success '
@@ -220,6 +244,16 @@ def _when(ep: ScoredEpisode, f: FindingJson) -> str:
     return text + (f' (+{len(ranges) - 4} more)' if len(ranges) > 4 else '')
 
 
+def _frames_of(f: FindingJson) -> str:
+    """A finding's stretches as the LeRobot episode's frame indices (EpisodeScore writes them for a folder read in
+    place), as many as its times show."""
+    spans = [s for s in f.get('frames') or [] if isinstance(s, list) and len(s) == 2]
+    if not spans:
+        return '–'
+    text = ', '.join(f'{_e(a)}–{_e(b)}' for a, b in spans[:4])
+    return text + (f' (+{len(spans) - 4} more)' if len(spans) > 4 else '')
+
+
 def _episode_html(ep: ScoredEpisode, v: EpisodeVisuals) -> str:
     e = ep.episode
     out = [f'<section class="episode" id="{_anchor(ep.id)}">',
@@ -265,13 +299,15 @@ def _episode_html(ep: ScoredEpisode, v: EpisodeVisuals) -> str:
         out.append(f'<p class="muted">No {EVENTS_FILE}, or no event in it.</p>')
     findings = ep.findings
     if findings:
+        framed = any('frames' in f for f in findings)  # a LeRobot episode read in place: its frame indices too
         out.append('<h3>Findings</h3><table><tr><th>check</th><th>severity</th><th>topic</th><th>when (s)</th>'
-                   '<th>message</th></tr>')
+                   + ('<th>frames</th>' if framed else '') + '<th>message</th></tr>')
         for f in findings:
             severity = str(f.get('severity', ''))
             out.append(f'<tr><td>{_e(f.get("check", ""))}</td><td class="{_e(severity)}">{_e(severity)}</td>'
                        f'<td>{_e(f.get("topic") or "episode")}</td><td>{_when(ep, f)}</td>'
-                       f'<td>{_e(f.get("message", ""))}</td></tr>')
+                       + (f'<td>{_frames_of(f)}</td>' if framed else '')
+                       + f'<td>{_e(f.get("message", ""))}</td></tr>')
         out.append('</table>')
     if v.flagged:
         out.append('<h3>Frames at flagged moments</h3>' + _frames(v.flagged))

@@ -16,6 +16,7 @@ import numpy as np
 
 from ros_robodata.bag.image import decode_image
 from ros_robodata.bag.reader import BagMessage, BagReader
+from ros_robodata.dataset.lerobot_ref import LeRobotRef
 from ros_robodata.errors import RobodataError
 from ros_robodata.profile import Profile
 from ros_robodata.report.scores import ScoredEpisode
@@ -25,6 +26,22 @@ BUCKETS = 1500  # envelope buckets per signal: a min and a max each, so 3000 poi
 THUMB_WIDTH = 240  # px; frames are shrunk to this width, never enlarged
 MAX_RANGES_PER_FINDING = 3  # thumbnails per camera finding
 MAX_FLAGGED_FRAMES = 24  # thumbnails of flagged moments per episode, whatever the number of findings
+
+# Where an episode's messages are: its bag, or one episode of a LeRobot folder read in place (no bag written).
+EpisodeSource = Path | LeRobotRef
+
+
+def open_source(source: EpisodeSource) -> BagReader:
+    """A reader of the episode's messages: its bag, or a LeRobot episode read as its import's bag would be.
+
+    Raises:
+        RobodataError: the bag or the LeRobot folder cannot be read.
+    """
+    if isinstance(source, LeRobotRef):
+        from ros_robodata.dataset.lerobot_episode_source import open_episode  # start-up time: PyAV, pyarrow
+
+        return open_episode(source)
+    return BagReader(source)
 
 
 class Envelope:
@@ -204,9 +221,10 @@ def _frame_targets(ep: ScoredEpisode, profile: Profile) -> tuple[list[_Target], 
     return flagged, context
 
 
-def read_signals(bag_dir: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeSignals:
-    """One streaming pass over the episode's bag: envelopes of the arm joints, the gripper opening and the wrist
-    force, and the frames the report shows. Header stamps are used throughout, as the findings' ranges are."""
+def read_signals(source: EpisodeSource, ep: ScoredEpisode, profile: Profile) -> EpisodeSignals:
+    """One streaming pass over the episode's bag (or LeRobot episode): envelopes of the arm joints, the gripper
+    opening and the wrist force, and the frames the report shows. Header stamps are used throughout, as the
+    findings' ranges are."""
     out = EpisodeSignals()
     t = profile.topics
     flagged, context = _frame_targets(ep, profile)
@@ -215,7 +233,7 @@ def read_signals(bag_dir: Path, ep: ScoredEpisode, profile: Profile) -> EpisodeS
     if private := [c.name for c in t.cameras if c.pii]:
         out.notes.append(f'no picture of camera {", ".join(private)}: marked pii in the robot profile (it films '
                          'people)')
-    with BagReader(bag_dir) as reader:
+    with open_source(source) as reader:
         available = reader.topics
         start = ep.start_ns if ep.start_ns is not None else reader.start_ns
         end = ep.end_ns if ep.end_ns is not None else reader.end_ns

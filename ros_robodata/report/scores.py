@@ -27,10 +27,11 @@ class ScoredEpisode:
     events: list[EventJson] = field(default_factory=list)
     state: str = ''  # its lifecycle state from the catalog (approved, released...); '' for a bag on its own
     events_file: Path | None = None  # its events.json, read by read_events() only for an episode shown in detail
+    name: str = ''  # what the page calls it when not its id: a LeRobot episode read in place is 'episode 3'
 
     @property
     def id(self) -> str:
-        return self.episode.id
+        return self.name or self.episode.id
 
     @property
     def score(self) -> float:
