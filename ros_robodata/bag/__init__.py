@@ -10,8 +10,9 @@ rosbags' writer and storage plugins (~0.15 s of every start).
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ros_robodata.lazy_names import lazy_names
 
 _EXPORTS = {
     'RepairReport': 'ros_robodata.bag.bag_repair',
@@ -28,14 +29,7 @@ _EXPORTS = {
 __all__ = ['BagMessage', 'BagReader', 'BagWriter', 'RepairReport', 'TopicInfo', 'bag_summary', 'qos_profile',
            'repair_bag', 'typestore']
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -7,8 +7,9 @@ loads the importers, the watcher, repair and their bag writers and OpenCV (~0.3 
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ros_robodata.lazy_names import lazy_names
 
 _EXPORTS = {
     'Dataset': 'ros_robodata.dataset.dataset',
@@ -48,14 +49,7 @@ __all__ = ['MODES', 'OUTCOMES', 'STATUSES', 'Dataset', 'Episode', 'Filters', 'Im
            'describe', 'find_recordings', 'import_recording', 'import_recordings', 'is_dataset', 'prepare',
            'repair_dataset', 'repair_episode', 'resolve', 'select', 'verify_bag', 'verify_dataset']
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

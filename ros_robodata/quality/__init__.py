@@ -7,8 +7,9 @@ image checks' OpenCV. `score()` itself is `ros_robodata.score` (here `score` is 
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ros_robodata.lazy_names import lazy_names
 
 _EXPORTS = {
     'ERROR': 'ros_robodata.quality.findings',
@@ -32,14 +33,7 @@ __all__ = ['ERROR', 'QUALITY_FILE', 'SUMMARY_FILE', 'WARN', 'EpisodeQuality', 'E
            'Finding', 'ScoreRun', 'score_bag', 'score_episodes', 'score_items', 'score_of', 'silence',
            'skipped_checks']
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -8,8 +8,9 @@ Every arrow points down: the kinds import `import_common`, `import_run` imports 
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ros_robodata.lazy_names import lazy_names
 
 # Names load on first use: a command that reads datasets (score, a target's episode ids) loads none of the
 # importers' bag writers, video decoders and OpenCV.
@@ -27,14 +28,7 @@ _EXPORTS = {
 __all__ = ['METHODS', 'ImportOptions', 'ImportRun', 'Imported', 'dataset_for_import', 'episode_id_for',
            'import_recording', 'import_recordings']
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
