@@ -12,7 +12,7 @@ built from what the bag embeds are one behaviour for the caller: read what is th
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -58,6 +58,9 @@ class BagMessage:
     data: bytes | memoryview
 
 
+JointRows = tuple[tuple[str, ...], np.ndarray, np.ndarray]  # JointState messages: names, stamps (ns), positions
+
+
 @dataclass(frozen=True)
 class OrderedMessages:
     """A reader's messages given as arrays instead of one object each: `times[k]` is the k-th message's receive
@@ -68,7 +71,11 @@ class OrderedMessages:
     times: np.ndarray
     which: np.ndarray
     within: np.ndarray
-    datas: list[list[bytes]]
+    datas: Sequence[Sequence[bytes]]
+    # Per topic, what its sensor_msgs/JointState bytes decode to, where the reader holds it as arrays already:
+    # (joint names, header stamps in ns, positions n x joints), in `datas` order; None for other topics. The checks
+    # read these instead of parsing the bytes back (which the reader then need not make).
+    joints: Sequence[JointRows | None] | None = None
 
 
 class BagReader:

@@ -31,8 +31,9 @@ TARGETS = 'a dataset, an episode folder (DATASET/episodes/ID), a bag, or a folde
 
 
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write('\n')
+    """The document, indented, in one write (json.dump writes each token on its own: ~35,000 writes for a
+    100-episode score)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + '\n')
 
 
 def print_json_line(data: Any) -> None:

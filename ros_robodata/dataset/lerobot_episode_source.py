@@ -10,15 +10,16 @@ topic (their layout is fixed by the joint names), not serialized a message at a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
+from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from rosbags.typesys.store import Typestore
 
-from ros_robodata.bag.reader import BagMessage, BagReader, OrderedMessages, TopicInfo
+from ros_robodata.bag.reader import BagMessage, BagReader, JointRows, OrderedMessages, TopicInfo
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.dataset import lerobot_layout as layout
 from ros_robodata.dataset.episode import Episode
@@ -122,15 +123,15 @@ def in_place_episodes(root: Path, profile: Profile | None = None) -> list[tuple[
     return out
 
 
-def _joint_states(names: list[str], stamps: np.ndarray, positions: np.ndarray) -> list[bytes]:
-    """Each row's sensor_msgs/JointState CDR bytes, as serializing it would give: one message serialized with
-    marker values, then the stamps and positions written into copies of it at the markers' offsets."""
+@cache
+def _layout(names: tuple[str, ...], width: int) -> tuple[np.ndarray, int, int, int]:
+    """A sensor_msgs/JointState of these names serialized once with marker values, and where its stamp's seconds,
+    nanoseconds and positions sit: every row of the topic is a copy with its values written there."""
     store = typestore()
-    n, width = positions.shape
     empty = np.array([], dtype=np.float64)
     marks = np.pi * (1.0 + np.arange(width, dtype=np.float64))
     marker_sec, marker_nsec = 0x5A17C0DE, 0x0BADBEEF
-    msg = store.types[JOINT_STATE](header=header(marker_sec * 10**9 + marker_nsec), name=names, position=marks,
+    msg = store.types[JOINT_STATE](header=header(marker_sec * 10**9 + marker_nsec), name=list(names), position=marks,
                                    velocity=empty, effort=empty)
     template = np.frombuffer(bytes(store.serialize_cdr(msg, JOINT_STATE)), dtype=np.uint8)
     raw = template.tobytes()
@@ -139,6 +140,14 @@ def _joint_states(names: list[str], stamps: np.ndarray, positions: np.ndarray) -
     pos_at = raw.find(marks.astype('<f8').tobytes()) if width else len(raw)
     if min(sec_at, nsec_at, pos_at) < 0:
         raise RobodataError('cannot lay out sensor_msgs/JointState: its serialized form is not as expected')
+    return template, sec_at, nsec_at, pos_at
+
+
+def _joint_states(names: list[str], stamps: np.ndarray, positions: np.ndarray) -> list[bytes]:
+    """Each row's sensor_msgs/JointState CDR bytes, as serializing it would give: copies of one message serialized
+    with marker values, the stamps and positions written at the markers' offsets."""
+    n, width = positions.shape
+    template, sec_at, nsec_at, pos_at = _layout(tuple(names), width)
     rows = np.tile(template, (n, 1))
     rows[:, sec_at:sec_at + 4] = (stamps // 10**9).astype('<i4').view(np.uint8).reshape(n, 4)
     rows[:, nsec_at:nsec_at + 4] = (stamps % 10**9).astype('<u4').view(np.uint8).reshape(n, 4)
@@ -146,6 +155,44 @@ def _joint_states(names: list[str], stamps: np.ndarray, positions: np.ndarray) -
         rows[:, pos_at:pos_at + 8 * width] = np.ascontiguousarray(positions, '<f8').view(np.uint8).reshape(n, -1)
     flat, size = rows.tobytes(), len(template)
     return [flat[i * size:(i + 1) * size] for i in range(n)]
+
+
+class _JointStates(Sequence[bytes]):
+    """A JointState topic's CDR bytes, made when first asked for: the checks read its rows as arrays
+    (OrderedMessages.joints), so scoring in place never serializes them; segment and the bag-like readers do."""
+
+    def __init__(self, names: list[str], stamps: np.ndarray, positions: np.ndarray) -> None:
+        self.names, self.stamps, self.positions = names, stamps, positions
+        self._bytes: list[bytes] | None = None
+        self._asked = False  # one message was asked for already
+
+    def rows(self) -> JointRows:
+        """What the bytes decode to: the names, the stamps as the header holds them (seconds as int32, nanoseconds
+        as uint32), the positions as float64."""
+        sec = (self.stamps // 10**9).astype('<i4').astype(np.int64)
+        nsec = (self.stamps % 10**9).astype('<u4').astype(np.int64)
+        return tuple(self.names), sec * 10**9 + nsec, np.ascontiguousarray(self.positions, '<f8')
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if self._bytes is not None:
+            return self._bytes[i]
+        if isinstance(i, int) and not self._asked:  # one message (the first, for the time origin): that one alone
+            self._asked = True
+            if not -len(self) <= i < len(self):
+                raise IndexError(i)
+            row = slice(i, i + 1) if i != -1 else slice(-1, None)
+            return _joint_states(self.names, self.stamps[row], self.positions[row])[0]
+        self._bytes = _joint_states(self.names, self.stamps, self.positions)  # read through: all at once
+        return self._bytes[i]
 
 
 class LeRobotEpisodeReader(BagReader):
@@ -172,12 +219,15 @@ class LeRobotEpisodeReader(BagReader):
         self.stamps, arrivals = clock(self.source, self.episode, start_of(self.episode))
         source, episode = self.source, self.episode
         # per topic: (type, arrival times, CDR bytes); cameras are read when first asked for
-        self._held: dict[str, tuple[str, np.ndarray, list[Any]]] = {
-            STATE_TOPIC: (JOINT_STATE, arrivals, _joint_states(
-                source.names(source.state_key, episode.state.shape[1]), self.stamps, episode.state))}
+        self._held: dict[str, tuple[str, np.ndarray, Sequence[Any]]] = {}
+        self._joints: dict[str, JointRows] = {}
+        columns = [(STATE_TOPIC, source.state_key, episode.state)]
         if episode.action is not None:
-            names = source.names(source.action_key or layout.ACTION, episode.action.shape[1])
-            self._held[ACTION_TOPIC] = (JOINT_STATE, arrivals, _joint_states(names, self.stamps, episode.action))
+            columns.append((ACTION_TOPIC, source.action_key or layout.ACTION, episode.action))
+        for topic, key, values in columns:
+            serialized = _JointStates(source.names(key, values.shape[1]), self.stamps, values)
+            self._held[topic] = (JOINT_STATE, arrivals, serialized)
+            self._joints[topic] = serialized.rows()
         self._cameras = {camera_topic(camera_name(key), ref.raw_images): key for key in source.video_keys
                          if key in episode.videos}
         self.missing = {key: len(self.stamps) for key in source.video_keys if key not in episode.videos}
@@ -279,7 +329,8 @@ class LeRobotEpisodeReader(BagReader):
         picked = np.flatnonzero(keep)
         picked = picked[np.lexsort((within[picked], which[picked], times[picked]))]
         return OrderedMessages([(t, self._held[t][0]) for t in order], times[picked].astype(np.int64),
-                               which[picked], within[picked], [self._held[t][2] for t in order])
+                               which[picked], within[picked], [self._held[t][2] for t in order],
+                               joints=[self._joints.get(t) for t in order])
 
     def decode(self, message: BagMessage) -> Any:
         return self._store.deserialize_cdr(bytes(message.data), message.msgtype)

@@ -10,6 +10,7 @@ built as a list only when the stuck check reads it (rarely), and for every joint
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -38,11 +39,23 @@ class _Joint:
         self.starts = starts  # after the k-th of the batch's values: the first entry still kept
         self._given = arrays  # stamps and values as arrays already (the batch's own columns), else made when asked
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._lists: tuple[list[int], list[int]] | None = None  # order and starts as lists
+        self._run_list: list[int] | bool | None = None  # False: stamps out of order
 
     def _window(self, fed: int) -> tuple[int, int]:
         """Where the history after the first `fed` pending commands starts and ends in stamps and values."""
-        k = int(np.searchsorted(self.order, fed, side='left'))
-        return (int(self.starts[k - 1]) if k else 0), self.held + k
+        if self._lists is None:  # lists, bisected: the stuck check asks once per stretch, without numpy's call cost
+            self._lists = (self.order.tolist(), self.starts.tolist())
+        order, starts = self._lists
+        k = bisect_left(order, fed)
+        return (starts[k - 1] if k else 0), self.held + k
+
+    def _runs(self) -> list[int] | None:
+        """_prepared()'s runs as a list (None: stamps out of order)."""
+        if self._run_list is None:
+            runs = self._prepared()[2]
+            self._run_list = runs.tolist() if runs is not None else False
+        return self._run_list if isinstance(self._run_list, list) else None
 
     def history(self, fed: int) -> list[tuple[int, float]]:
         """The history after the first `fed` pending commands."""
@@ -52,6 +65,10 @@ class _Joint:
     def travel(self, fed: int, since_ns: int, until_ns: int) -> float:
         """How far the command moved between two stamps in that history (max - min; 0 without a value there): what
         the stuck check asks of every sample a joint holds still, on arrays rather than a list built for it."""
+        if self._runs() is not None:  # stamps in order: the values between them are one slice
+            start, end = self._window(fed)
+            a, b = bisect_left(self.stamps, since_ns, start, end), bisect_left(self.stamps, until_ns + 1, start, end)
+            return float(max(self.values[a:b]) - min(self.values[a:b])) if b > a else 0.0
         inside = self._inside(fed, since_ns, until_ns)
         return float(inside.max() - inside.min()) if inside.size else 0.0
 
@@ -63,13 +80,13 @@ class _Joint:
     def still(self, fed: int, since_ns: int, until_ns: int) -> float | None:
         """The command's value if it held one value between two stamps in that history (None: it moved, or has
         no value there): what the stuck check asks of a joint come to rest, once per stretch of it."""
-        stamps, values, runs = self._prepared()
-        start, end = self._window(fed)
+        runs = self._runs()
         if runs is None:  # stamps out of order: the values between them, wherever they sit
             inside = self._inside(fed, since_ns, until_ns)
             return float(inside[0]) if inside.size and inside.min() == inside.max() else None
-        a, b = (start + np.searchsorted(stamps[start:end], (since_ns, until_ns + 1))).tolist()  # [since, until]
-        return float(values[a]) if b > a and runs[b - 1] <= a else None
+        start, end = self._window(fed)
+        a, b = bisect_left(self.stamps, since_ns, start, end), bisect_left(self.stamps, until_ns + 1, start, end)
+        return float(self.values[a]) if b > a and runs[b - 1] <= a else None
 
     def _prepared(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Stamps, values, and (stamps in order) where the run of equal values each value belongs to starts."""

@@ -11,13 +11,13 @@ Camera frames go to the image worker as they are read, so decoding them overlaps
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
-from ros_robodata.bag.reader import BagMessage, OrderedMessages
+from ros_robodata.bag.reader import BagMessage, JointRows, OrderedMessages
 from ros_robodata.quality.batch_checks import feed_gripper, feed_sync, feed_timing, feed_wrench
 from ros_robodata.quality.batch_motion import MotionRun, feed_motion
 from ros_robodata.quality.episode_checks import _CAMERA, _COMMAND, _JOINTS, _URDF, _WRENCH, UNREADABLE, EpisodeQuality
@@ -37,12 +37,34 @@ class _Held:
     msgtype: str
     seqs: list[int] = field(default_factory=list)
     receives: list[int] = field(default_factory=list)
-    datas: list[bytes | memoryview] = field(default_factory=list)
+    datas: Sequence[bytes | memoryview] = field(default_factory=list)
+    joints: JointRows | None = None  # what the datas decode to, where the reader gave it (OrderedMessages.joints)
 
     def message(self, i: int) -> BagMessage:
         """The i-th as a BagMessage (made only for the few a check decodes one by one)."""
         return BagMessage(self.topic, self.msgtype, self.receives[i], self.datas[i])
 
+
+
+class _Picked(Sequence[bytes | memoryview]):
+    """Some of a topic's messages, by index, read only when asked for."""
+
+    def __init__(self, datas: Sequence[bytes | memoryview], picked: list[int]) -> None:
+        self.datas, self.picked = datas, picked
+
+    def __len__(self) -> int:
+        return len(self.picked)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes | memoryview: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes | memoryview]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | memoryview | list[bytes | memoryview]:
+        if isinstance(i, slice):
+            return [self.datas[k] for k in self.picked[i]]
+        return self.datas[self.picked[i]]
 
 
 class BatchQuality:
@@ -106,9 +128,14 @@ class BatchQuality:
         for k in np.unique(which).tolist():
             part = np.flatnonzero(which == k)
             topic, msgtype = ordered.topics[k]
-            datas = ordered.datas[k]
-            held[topic] = _Held(topic, msgtype, (part + base).tolist(), times[part].tolist(),
-                                [datas[i] for i in within[part].tolist()])
+            datas, rows = ordered.datas[k], ordered.joints[k] if ordered.joints is not None else None
+            picked = within[part]
+            if rows is None:
+                held[topic] = _Held(topic, msgtype, (part + base).tolist(), times[part].tolist(),
+                                    [datas[i] for i in picked.tolist()])
+            else:  # the rows as arrays: the bytes are not asked for (nor made) unless a check reads one
+                held[topic] = _Held(topic, msgtype, (part + base).tolist(), times[part].tolist(),
+                                    _Picked(datas, picked.tolist()), (rows[0], rows[1][picked], rows[2][picked]))
         return held
 
     def finish(self) -> None:
@@ -162,7 +189,10 @@ class BatchQuality:
         commands: list[MotionRun] = []
         for topic, h in sorted(held.items(), key=lambda item: item[1].seqs[0]):
             receives = np.array(h.receives, dtype=np.int64)
-            stamps = stamps_of(h.datas) if q._stamped[topic] else np.zeros(len(receives), dtype=np.int64)
+            if not q._stamped[topic]:
+                stamps = np.zeros(len(receives), dtype=np.int64)
+            else:
+                stamps = h.joints[1] if h.joints is not None else stamps_of(h.datas)
             positive = stamps[stamps > 0]
             if len(positive):
                 low, high = int(positive.min()), int(positive.max())
@@ -203,7 +233,8 @@ class BatchQuality:
         the way when this is the gripper's topic."""
         q = self.checks
         gripper = q.gripper if topic == q._gripper_topic else None
-        batch = joint_states_of(h.datas)
+        batch = joint_states_of(h.datas) if h.joints is None else (
+            list(h.joints[0]), h.joints[1], h.joints[2], np.ones(len(h.datas), dtype=bool))
         fast = batch[3] if batch is not None else np.zeros(len(h.datas), dtype=bool)
         seqs = np.array(h.seqs, dtype=np.int64)
         runs: list[MotionRun] = []

@@ -84,6 +84,7 @@ class Trajectory:
         self.rows: list[list[float]] = []
         self._stride = 1
         self._seen = 0
+        self._arrays: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None
 
     def add(self, stamp_ns: int, row: Sequence[float]) -> None:
         if self._seen % self._stride == 0:
@@ -95,7 +96,12 @@ class Trajectory:
         self._seen += 1
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.array(self.times, dtype=np.int64), np.array(self.rows, dtype=float)
+        """The kept samples as arrays, made once for the samples seen so far (smoothness and the episode's
+        report both read them at the end)."""
+        key = (self._seen, len(self.times))
+        if self._arrays is None or self._arrays[0] != key:
+            self._arrays = (key, np.array(self.times, dtype=np.int64), np.array(self.rows, dtype=float))
+        return self._arrays[1], self._arrays[2]
 
 
 class JointMotion:
