@@ -158,3 +158,16 @@ def test_camera_checks_in_place_find_what_the_imported_copy_finds(filmed: Path, 
         assert scored['findings'] == copied[name]['findings'], name
     blurred = [f for f in in_place['episodes']['episode 1']['findings'] if f['check'].startswith('image.')]
     assert bool(blurred) == images  # the camera checks ran on the video's frames (and not without images)
+
+
+def test_segment_without_a_gripper_in_the_folders_profile_says_how_to_name_it(
+        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The Reachy 2's info.json names none of its state's 19 dimensions; the G1's names its hands' fingers. Neither
+    # says where a gripper opens, so segment finds nothing, and says what would let it.
+    unnamed = _run_json(capsys, 'segment', str(folder))
+    assert unnamed['episodes'] == {}
+    assert 'names none of its 19 state dimensions' in unnamed['nothing_to_do']
+    assert '--profile FILE naming it (topics: gripper: topic /observation/state' in unnamed['nothing_to_do']
+    hands = _run_json(capsys, 'segment', str(ROOT / 'test' / 'data' / 'lerobot' / 'g1_inspire_3ep'))
+    assert 'its state names kLeftHandPinky' in hands['nothing_to_do']
+    assert '(a gripper or a hand?)' in hands['nothing_to_do']

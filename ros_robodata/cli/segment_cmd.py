@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from ros_robodata.cli.command_common import (
@@ -46,6 +47,31 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _gripper_hint(root: Path) -> str:
+    """What to do when a LeRobot folder's state names a gripper or hand joint its info.json cannot say the stroke of
+    (which end is open, in what units): a profile that names it."""
+    from ros_robodata.dataset.importers.import_lerobot import STATE_TOPIC
+    from ros_robodata.dataset.lerobot_episode_source import lerobot_source
+    from ros_robodata.quality.joint_stop import is_hand_joint
+
+    try:
+        source = lerobot_source(root)
+        names = source.names(source.state_key, int(source.info['features'][source.state_key]['shape'][0]))
+    except (RobodataError, KeyError, IndexError, TypeError, ValueError):
+        return ''
+    todo = (f'pass --profile FILE naming it (topics: gripper: topic {STATE_TOPIC}, joint, open_position, '
+            'closed_position from its datasheet; docs/profile.md)')
+    if names == [f'joint_{i}' for i in range(len(names))]:
+        return (f'; meta/info.json names none of its {len(names)} state dimensions (read as joint_0 .. '
+                f'joint_{len(names) - 1}): if one of them is a gripper, {todo}')
+    hands = [n for n in names if is_hand_joint(n)]
+    if not hands:
+        return ''
+    more = ' ...' if len(hands) > 4 else ''
+    return (f'; its state names {", ".join(hands[:4])}{more} (a gripper or a hand?): meta/info.json does not say '
+            f'where that opens and closes, so {todo}')
+
+
 def run(args: argparse.Namespace) -> int:
     with target_in_store(args, 'segment') as (where, remote):  # a dataset in object storage: staged, put back
         return _run(args, where, remote)
@@ -68,10 +94,11 @@ def _run(args: argparse.Namespace, where: str, remote: RemoteRoot | None) -> int
                                                       total=None if work.mixed else len(work.items)),
                          executor=executor_from(args, workers, remote), stats=stats)
     if run.nothing_to_do:
+        why = run.nothing_to_do + (_gripper_hint(target.path) if target.kind == 'lerobot' and not args.profile else '')
         if args.json:
-            print_json({'episodes': {}, 'failed': {}, 'nothing_to_do': run.nothing_to_do})
+            print_json({'episodes': {}, 'failed': {}, 'nothing_to_do': why})
         else:
-            stdout.print(f'nothing to segment: {run.nothing_to_do}', markup=False)
+            stdout.print(f'nothing to segment: {why}', markup=False)
         return EXIT_OK
     if target.kind in ('episode', 'bag'):
         name = work.items[0].name if target.kind == 'episode' else str(target.path)
