@@ -42,7 +42,8 @@ def add_parser(sub: Any) -> None:
                     'A dataset of several robots is scored robot by robot, each with its own profile (episodes '
                     'compared only with their own robot\'s), unless --profile names one for all.')
     add_analysis_arguments(p, TARGETS + ', or a dataset in object storage (s3://bucket/path: docs/ray.md)')
-    p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1)')
+    p.add_argument('--workers', type=int, default=1, help='episodes scored in parallel (default 1; the consistency '
+                   "check's DTW matrix uses every core either way)")
     p.add_argument('--no-images', action='store_true',
                    help='skip the camera checks (they decode every frame of every camera)')
     add_ray(p)
