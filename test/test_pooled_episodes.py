@@ -65,7 +65,12 @@ def test_copy_keeps_the_episode_whole_and_renames_a_taken_id(make_demo_dataset: 
     for name in ('metadata.yaml',):
         assert (b.bag_dir(f'{first}-2') / name).read_bytes() == (a.bag_dir(first) / name).read_bytes()
     assert verify_dataset(b, lambda ids: ids) == []  # checksums hold in the copy
-    assert _files(a.root) == {**before, 'audit.jsonl': _files(a.root)['audit.jsonl']}  # only the audit grew
+    grown = _files(a.root)  # only the audit grew, and copies.jsonl says where the copies went (for retire)
+    assert grown == {**before, 'audit.jsonl': grown['audit.jsonl'], 'copies.jsonl': grown['copies.jsonl']}
+    pooled = [json.loads(line) for line in (a.root / 'copies.jsonl').read_text().splitlines()]
+    assert {(c['kind'], c['episodes'][0], c['path']) for c in pooled} == {
+        ('dataset', first, str(b.episode_dir(f'{first}-2').resolve())),
+        ('dataset', second, str(b.episode_dir(second).resolve()))}
     assert [e['action'] for e in _audit(a)][-2:] == ['copy_out', 'copy_out']
     ins = [e for e in _audit(b) if e['action'] == 'copy_in']
     assert {(e['from_episode'], e['episode']) for e in ins} == {(first, f'{first}-2'), (second, second)}
@@ -184,7 +189,13 @@ def test_merge_pools_every_episode_and_maps_clashing_ids(make_demo_dataset: Make
     assert json.loads(out)['sources'][1]['left_out'] == ['e3']
     assert c.info['robot_profile']['sha256'] == a.profile.sha256
     assert [e['action'] for e in _audit(c)].count('copy_in') == 3 and _audit(c)[-1]['action'] == 'merge'
-    assert _files(a.root) == before_a and _files(b.root) == before_b  # the sources only read
+    for source, before in ((a, before_a), (b, before_b)):  # the sources only read, but for where the copies went
+        now = _files(source.root)
+        now.pop('copies.jsonl')
+        assert now == before
+    pooled = [json.loads(line) for line in (b.root / 'copies.jsonl').read_text().splitlines()]
+    assert [(p['kind'], p['episodes'], p['path']) for p in pooled] == [
+        ('dataset', ['e1'], str(c.episode_dir('e1-2').resolve()))]
     assert not list(tmp_path.glob('c.partial-*'))
 
     code, _, err = _run(['merge', str(a.root), str(b.root), '--into', str(tmp_path / 'd'), '--all'], capsys)
@@ -246,7 +257,14 @@ def test_a_merge_killed_midway_leaves_the_sources_intact_and_no_half_dataset(mak
             outcomes.add('whole')
         else:
             outcomes.add('absent')
-        assert _files(a.root) == before_a and _files(b.root) == before_b
+        for source, before in ((a, before_a), (b, before_b)):  # as they were, but where the copies go (retire)
+            now = _files(source.root)
+            lines = now.pop('copies.jsonl', None)
+            assert now == before
+            if lines is not None:
+                copies = [json.loads(line) for line in (source.root / 'copies.jsonl').read_text().splitlines()]
+                assert all(c['kind'] == 'dataset' and Path(c['path']).parent.parent.name.startswith('c')
+                           for c in copies)
         assert a.list() == rows_a and b.list() == rows_b
     # a later merge into the same place clears what a killed one left and finishes
     assert main(['merge', str(a.root), str(b.root), '--into', str(tmp_path / 'c0-again')]) == 0
@@ -284,3 +302,33 @@ def test_set_edits_every_episode_a_query_picks_each_with_its_audit_line(make_dem
     assert code == 1 and '--where' in err and len(err.strip().splitlines()) == 1
     code, _, err = _run(['set', str(a.root), '--where', 'operator = ana_k', '--task', ''], capsys)
     assert code == 1 and 'not empty' in err
+
+
+def test_retiring_an_episode_retires_its_copies_in_other_datasets(make_demo_dataset: MakeDataset, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # Consent withdrawn where an episode was recorded must reach the copies pooled from it: one copied into another
+    # dataset, one merged into a third. Each is retired there as that dataset's own episode (tombstone, audit).
+    a = make_demo_dataset([{'episode_id': 'e1'}, {'episode_id': 'e2'}], name='a')
+    b = make_demo_dataset(0, name='b')
+    first, second = a.episode_ids()
+    assert _run(['episodes', 'copy', str(a.root), '--episode', first, '--into', str(b.root)], capsys)[0] == 0
+    merged = tmp_path / 'pool'
+    assert _run(['merge', str(a.root), '--into', str(merged)], capsys)[0] == 0
+    copies = [Dataset.open(b.root).episode_dir(first), Dataset.open(merged).episode_dir(first)]
+    assert all(c.is_dir() for c in copies)
+
+    code, out, err = _run(['retire', str(a.root), '--episode', first, '--why', 'consent withdrawn', '--json'], capsys)
+
+    assert code == 0, err
+    done = json.loads(out)['retired'][0]
+    assert sorted(done['pooled']) == sorted(str(c.resolve()) for c in copies)
+    assert not any(c.exists() for c in copies) and not a.episode_dir(first).exists()
+    for root in (b.root, merged):
+        there = Dataset.open(root)
+        assert there.catalog.get(first).state == 'retired'
+        retired = [e for e in _audit(there) if e['action'] == 'retire']
+        assert [e['episode'] for e in retired] == [first] and first in retired[0]['why']
+        assert verify_audit(there.audit_path).ok
+    assert Dataset.open(merged).episode_dir(second).is_dir()  # the other episode's copy stays
+    again = _run(['retire', str(a.root), '--episode', first, '--why', 'consent withdrawn'], capsys)
+    assert again[0] != 0 or 'already retired' in again[1] + again[2]  # said, not done twice

@@ -15,8 +15,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    'put in place whole. Datasets of different robots pool too: each episode keeps its '
                                    'own robot profile (profiles/<robot>.yaml, listed in dataset.yaml) and every '
                                    'command reads it with its own. Ids that clash get -2, -3... and merge.json keeps '
-                                   'every source '
-                                   "episode's new id. The sources are only read. Discarded episodes are left out "
+                                   "every source episode's new id. The sources are only read, but for a line "
+                                   'per episode in their copies.jsonl (so `retire` in a source reaches the copy). '
+                                   'Discarded episodes are left out '
                                    'unless --all.')
     p.add_argument('sources', nargs='+', metavar='DATASET', help='the datasets to pool')
     p.add_argument('--into', required=True, metavar='NEW', help='the new dataset (an absent or empty folder)')

@@ -23,7 +23,8 @@ from ros_robodata.governance.retire import expired_episodes, participant_episode
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser('retire', help="delete episodes' data everywhere the dataset knows it went; keep a tombstone",
                        description='Delete the bags, sidecars, annotations, review media and every export the dataset '
-                                   'recorded (copies.jsonl) that hold the episodes; leave a tombstone (id, file '
+                                   'recorded (copies.jsonl) that hold the episodes, and retire their copies in '
+                                   'other datasets (episodes copy, merge) there; leave a tombstone (id, file '
                                    'hashes, when, who, why: never the data) and an audit line, and mark each release '
                                    'that held them as affected. For consent withdrawal (--participant) and retention '
                                    '(--expired: dataset.yaml retention_days).')

@@ -3,7 +3,9 @@
 A participant who withdraws consent must be removed from every copy the dataset made, not only from its bags. Each
 command that writes episode data outside the dataset (`export frames`, `export lerobot`, `review push`) appends one
 line here: what kind of copy, where, which episodes, and which part of the folder is each episode's (or none: the
-copy cannot be cut per episode and is deleted whole). `robodata retire` reads it.
+copy cannot be cut per episode and is deleted whole). `episodes copy` and `merge` append one line per episode they
+pooled into another dataset (kind `dataset`: the path is the copy's episode folder there), which retire retires in
+that dataset as its own episode (tombstone and audit there too). `robodata retire` reads it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 from ros_robodata import untrusted
 from ros_robodata.errors import RobodataError
 
-__all__ = ['COPIES_FILE', 'Copy', 'read_copies', 'record_copy']
+__all__ = ['COPIES_FILE', 'POOLED', 'Copy', 'read_copies', 'record_copy']
 
 COPIES_FILE = 'copies.jsonl'
+POOLED = 'dataset'  # an episode copied into another dataset (episodes copy, merge)
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,8 @@ class Copy:
     """One copy of episode data outside the dataset.
 
     Args:
-        kind: frames, lerobot, review_media.
-        path: the folder written (absolute).
+        kind: frames, lerobot, review_media, or dataset (POOLED: an episode copied into another dataset).
+        path: the folder written (absolute): for POOLED, the copy's episode folder in that dataset.
         episodes: the episodes it holds.
         parts: per-episode sub-folders, with `{id}` for the episode id; empty: one folder for all, deleted whole.
         time: when it was written.
@@ -52,7 +55,7 @@ def record_copy(dataset_root: Path, kind: str, path: Path, episodes: list[str], 
 
     Args:
         dataset_root: the dataset's folder.
-        kind: what the copy is (frames, lerobot, review_media).
+        kind: what the copy is (frames, lerobot, review_media, dataset).
         path: the folder written.
         episodes: the episodes in it.
         parts: per-episode sub-folders, `{id}` for the episode id; empty: delete the folder whole.

@@ -18,6 +18,7 @@ from typing import Any
 
 from ros_robodata.dataset.audit import append_audit
 from ros_robodata.dataset.catalog import CatalogRow
+from ros_robodata.dataset.copies import POOLED, record_copy
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.embodiments import embodiment_of, holds_several
 from ros_robodata.dataset.episode import Episode, write_episode
@@ -214,6 +215,10 @@ def _copy_one(source: Dataset, target: Dataset, episode_id: str, *, link: bool, 
     if audit_source:
         append_audit(source.audit_path, f'{how}_out', episode_id, who, to_dataset=target.name,
                      to_path=str(target.root.resolve()), to_episode=new_id, reason=reason)
+        if not move:  # consent withdrawn in the source reaches the copy (robodata retire)
+            note = record_copy(source.root, POOLED, target.episode_dir(new_id), [episode_id])
+            if note:
+                notes.append(f'{episode_id}: {note}')
     return Pooled(episode_id, new_id, linked)
 
 

@@ -5,8 +5,10 @@ one per embodiment, dataset/embodiments.py), and every command reads each episod
 
 The new dataset is built beside where it goes (`C.partial-<pid>`) with the same copy as `robodata episodes copy`,
 and renamed into place once every episode, merge.json and its audit lines are in: a merge killed midway leaves its
-sources as they were and no C (the partial folder of a dead process is removed by the next merge into C). The
-sources are only read.
+sources' episodes as they were and no C (the partial folder of a dead process is removed by the next merge into C).
+The sources are only read, but for one line per episode in their copies.jsonl, written before C appears, saying
+where its copy will be: consent withdrawn in a source reaches the copy (`robodata retire` retires it in C too); a
+line whose copy never appeared (a killed merge) is passed over.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.dataset.audit import append_audit
+from ros_robodata.dataset.copies import POOLED, record_copy
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.embodiments import add_embodiments, embodiments
 from ros_robodata.dataset.episode_moves import PoolRun, copy_episodes
@@ -105,6 +108,14 @@ def merge_datasets(sources: list[Dataset], into: Path, *, link: bool = False, in
             merged.left_out[str(source.root)] = hidden
             mapping += [{'dataset': source.name, 'path': str(source.root.resolve()), 'episode': p.source_id,
                          'new_id': p.new_id, 'robot': target.episode(p.new_id).robot} for p in run.done]
+        final = into.resolve()
+        for source in sources:  # where each copy will be, so that consent withdrawn there reaches it (retire)
+            run = merged.runs[str(source.root)]
+            for p in run.done:
+                note = record_copy(source.root, POOLED, final / target.episode_dir(p.new_id).relative_to(target.root),
+                                   [p.source_id])
+                if note:
+                    run.notes.append(f'{p.source_id}: {note}')
         write_atomic(partial / MERGE_FILE, (json.dumps(
             {'sources': [{'dataset': s.name, 'path': str(s.root.resolve())} for s in sources],
              'episodes': mapping}, indent=2) + '\n').encode())

@@ -2,9 +2,11 @@
 
 Consent withdrawal and retention both end here. For each episode: its folder (bags, sidecars, annotations), every
 recorded copy (copies.jsonl: frame exports cut per episode, LeRobot exports deleted whole, review media cut per
-episode) is deleted; a tombstone (id, the files' sha256, when, who, why, never the data) and an audit line are
-written first, so an interrupted retire is finished by running it again; each release that held the episode gets a
-`withdrawn.jsonl` line, which `release verify` reports.
+episode) is deleted; a copy pooled into another dataset (`episodes copy`, `merge`) is retired there first, as that
+dataset's own episode (so a retire that fails there leaves this one to be run again). A tombstone (id, the files'
+sha256, when, who, why, never the data) and an audit line are written first, so an interrupted retire is finished
+by running it again; each release that held the episode gets a `withdrawn.jsonl` line, which `release verify`
+reports.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ros_robodata.dataset.audit import append_audit, check_audit_writable, current_user
-from ros_robodata.dataset.copies import read_copies
+from ros_robodata.dataset.copies import POOLED, read_copies
 from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.episode import Episode
 from ros_robodata.dataset.participants import read_participants, withdraw_participant
@@ -40,10 +42,11 @@ class Retirement:
     bytes: int
     copies: tuple[str, ...]  # paths deleted outside the dataset
     releases: tuple[str, ...]  # releases that held it, now marked affected
+    pooled: tuple[str, ...] = ()  # of the copies, episode folders in other datasets, retired there
 
     def to_json(self) -> dict[str, Any]:
         return {'episode': self.episode_id, 'files': self.files, 'bytes': self.bytes, 'copies': list(self.copies),
-                'releases': list(self.releases)}
+                'releases': list(self.releases), 'pooled': list(self.pooled)}
 
 
 @dataclass
@@ -134,12 +137,16 @@ def retire(dataset: Dataset, episode_ids: list[str], *, why: str, who: str | Non
         targets = [(c.path / part.format(id=episode_id)) if c.parts else c.path
                    for c in copies if c.holds(episode_id) for part in (c.parts or ('',))]
         present = sorted({str(t) for t in targets if t.exists() or t.is_symlink()})
+        pooled = tuple(sorted({str(c.path) for c in copies if c.kind == POOLED and c.holds(episode_id)
+                               and str(c.path) in present}))
         releases = tuple(sorted(name for name, ids in held_by.items() if episode_id in ids))
         retirement = Retirement(episode_id, len(files), sum(size for _, size in hashed.values()), tuple(present),
-                                releases)
+                                releases, pooled)
         run.retired.append(retirement)
         if dry_run:
             continue
+        for copy in pooled:
+            _retire_pooled(Path(copy), dataset, episode_id, why=why, who=who, participant=participant)
         _retire_one(dataset, episode_id, row, folder, hashed, retirement, why=why, who=who or current_user(),
                     participant=participant)
     if participant and not dry_run:
@@ -147,6 +154,34 @@ def retire(dataset: Dataset, episode_ids: list[str], *, why: str, who: str | Non
         append_audit(dataset.audit_path, 'withdraw_consent', None, who, participant=participant, why=why,
                      episodes=[r.episode_id for r in run.retired])
     return run
+
+
+def _retire_pooled(copy: Path, dataset: Dataset, episode_id: str, *, why: str, who: str | None,
+                   participant: str | None) -> None:
+    """Retire the copy of `episode_id` that `episodes copy` or `merge` put into another dataset (its episode folder
+    `copy`) there, with that dataset's own tombstone and audit line (and the participant's withdrawal, where the copy
+    carried them there); a folder no dataset holds any more is deleted.
+
+    Raises:
+        DatasetError: the other dataset's audit cannot be written or a deletion there fails (nothing here is
+            retired yet: run it again).
+    """
+    try:
+        other = Dataset.open(copy.parent.parent)
+    except RobodataError:
+        other = None
+    if other is None or other.root.resolve() == dataset.root.resolve():
+        if copy.is_dir() and not copy.is_symlink():
+            shutil.rmtree(copy)
+        elif copy.exists() or copy.is_symlink():
+            copy.unlink()
+        return
+    carried = participant if participant and participant in read_participants(other.root) else None
+    done = retire(other, [copy.name], why=f'{why} (a copy of {episode_id} of {dataset.root.resolve()}, retired there)',
+                  who=who, participant=carried)
+    refused = done.refused.get(copy.name)
+    if refused and not refused.startswith('already retired'):
+        raise DatasetError(f'{copy}: the copy of {episode_id} in {other.root} cannot be retired there: {refused}')
 
 
 def _retire_one(dataset: Dataset, episode_id: str, row: Any, folder: Path, hashed: dict[Path, tuple[str, int]],
@@ -161,7 +196,7 @@ def _retire_one(dataset: Dataset, episode_id: str, row: Any, folder: Path, hashe
         append_audit(dataset.audit_path, 'retire', episode_id, who, why=why, files=retirement.files,
                      copies_deleted=list(retirement.copies), releases_affected=list(retirement.releases),
                      participant=participant or '')
-        for path in [Path(p) for p in retirement.copies] + [folder]:
+        for path in [Path(p) for p in retirement.copies if p not in retirement.pooled] + [folder]:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             elif path.exists() or path.is_symlink():
