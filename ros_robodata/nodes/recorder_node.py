@@ -216,9 +216,17 @@ class RecorderNode(Node):
         now = self._clock_ns()
         head = DiagnosticStatus(name='robodata recorder', hardware_id=self.profile.robot.name)
         head.level, head.message = DiagnosticStatus.OK, 'idle'
-        if status['episode_id']:  # the duration on the live clock: the writer's snapshot is up to a second old
-            elapsed = (now - status['marked_start_ns']) / 1e9 if status.get('marked_start_ns') else 0.0
-            head.message = f'recording {status["episode_id"]} ({elapsed:.0f} s)'
+        # The episode as the commands left it: the writer's snapshot lags a start or stop by a second or more on a
+        # busy computer, and two 'idle' from it after a start made the keys screen take the episode for ended. Its
+        # per-topic figures are the other episode's until it catches up: left out meanwhile. The duration on the
+        # live clock once the snapshot has the episode's start, until then since the start was asked.
+        running = self.recorder.running()
+        episode_id = running[0] if running is not None else None
+        caught_up = status['episode_id'] == episode_id
+        if running is not None:
+            marked_ns = status.get('marked_start_ns') if caught_up else None
+            elapsed = (now - marked_ns) / 1e9 if marked_ns else running[1]
+            head.message = f'recording {episode_id} ({elapsed:.0f} s)'
         if status['dropped_by_recorder']:
             head.level = DiagnosticStatus.WARN
             head.message += f'; {status["dropped_by_recorder"]} message(s) dropped (writer behind)'
@@ -240,7 +248,7 @@ class RecorderNode(Node):
                 values=[KeyValue(key=k, value='' if disk[k] is None else f'{disk[k]:.0f}')
                         for k in ('free_bytes', 'rate_bps', 'seconds_left')]))
         silent_after = self.profile.quality.silent_after_s
-        for topic, t in sorted(status['topics'].items()):
+        for topic, t in sorted(status['topics'].items() if caught_up else ()):
             item = DiagnosticStatus(name=f'robodata recorder: {topic}', hardware_id=self.profile.robot.name)
             item.level, item.message = DiagnosticStatus.OK, f'{t["received"]} received'
             quiet = None

@@ -76,6 +76,11 @@ class EpisodeIntent:
             raise RecorderError('no episode recorded yet to take an outcome')
         return target
 
+    def running_for(self) -> tuple[str, float] | None:
+        """The running episode and the seconds since its start was asked, None when none runs."""
+        with self._lock:
+            return (self.running, time.monotonic() - self._running_since) if self.running is not None else None
+
     def adopt(self, episode_id: str) -> None:
         """A start checked and numbered elsewhere (the writer process's parent): `episode_id` is running."""
         with self._lock:

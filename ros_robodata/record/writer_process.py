@@ -200,6 +200,11 @@ class RecorderProcess:
     def status(self) -> dict[str, Any] | None:
         return self._snapshot
 
+    def running(self) -> tuple[str, float] | None:
+        """The episode recording as the commands checked here leave it, and the seconds since its start was asked:
+        at once, where `status` (the writer's snapshot, every second) lags by a second or more on a busy computer."""
+        return self._intent.running_for()
+
     def close(self, status: str = 'interrupted', timeout: float = 120.0) -> Any:
         """Close a running episode with `status`, let the child finish writing, and end it."""
         if self._closed:
