@@ -168,19 +168,17 @@ def test_a_session_to_a_protocol_records_the_take_flags_it_and_coverage_counts_i
                                                                                    studio: Protocol) -> None:
     import cv2
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-    from sensor_msgs.msg import CameraInfo, Illuminance, Image, Range
 
     from ros_robodata.capture.take_conditions import FaceDetector, Intrinsics
     from test.real_data import real_data
+    from test.studio_rig import StudioRig
     from test.test_take_conditions import render
 
     # A small camera-only rig: a 640x480 camera seeing the astronaut's face at 1.5 m (4.9 ft), a lux meter, a
-    # rangefinder.
+    # rangefinder; their drivers in a process of their own, on the rig's DDS profile (test/studio_rig.py).
     k = [615.0, 0, 320, 0, 615.0, 240, 0, 0, 1]
     photo = cv2.imread(str(real_data('faces/astronaut.png')), cv2.IMREAD_COLOR)
     frame = render(photo, FaceDetector()(photo)[0], 1.5, Intrinsics.from_camera_info(k, 640, 480))
-    image = Image(height=480, width=640, encoding='bgr8', step=640 * 3, data=frame.tobytes())
-    info = CameraInfo(height=480, width=640, k=k)
 
     ds = tmp_path / 'ds'
     Dataset.create(ds, profile=load_profile(PROFILE))
@@ -196,6 +194,7 @@ def test_a_session_to_a_protocol_records_the_take_flags_it_and_coverage_counts_i
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     screen = _Output(keys)
+    rig = StudioRig(domain, frame, k, tmp_path)
 
     def press(key: str) -> None:
         assert keys.stdin is not None
@@ -207,11 +206,7 @@ def test_a_session_to_a_protocol_records_the_take_flags_it_and_coverage_counts_i
             warnings: list[str] = []
             c.node.create_subscription(DiagnosticArray, '/diagnostics', lambda msg: warnings.extend(
                 s.message for s in msg.status if s.name == TAKE_STATUS and s.level == DiagnosticStatus.WARN), 10)
-            lux = c.node.create_publisher(Illuminance, '/illuminance', 10)
-            distance = c.node.create_publisher(Range, '/range', 10)
-            camera = c.node.create_publisher(Image, '/camera/image_raw', 10)
-            camera_info = c.node.create_publisher(CameraInfo, '/camera/camera_info', 10)
-            c.wait_subscribed([lux, distance, camera, camera_info], session, log, 'the shot list')
+            rig.wait_subscribed(session, log, c.spin_for)
             screen.wait_for('take 1/8: 3-6 ft, 10-100 lux, neutral', c.spin_for)
             screen.wait_for('recorder /recorder ready', c.spin_for)
             press('n')
@@ -224,14 +219,11 @@ def test_a_session_to_a_protocol_records_the_take_flags_it_and_coverage_counts_i
             deadline = time.monotonic() + 20
             while flagged not in screen.text or not warnings:
                 assert time.monotonic() < deadline, screen.text[-3000:]
-                lux.publish(Illuminance(illuminance=50.0))  # a dim studio: the 10-100 lux bin, not the one meant
-                distance.publish(Range(range=1.5))  # 4.9 ft
-                camera_info.publish(info)
-                camera.publish(image)
+                # a dim studio (the 10-100 lux bin, not the one meant), the participant at 4.9 ft, a frame
+                rig.publish('lux 50', 'range 1.5', 'frame')
                 c.spin_for(0.1)
             for _ in range(10):  # past the profile's shortest episode, and a few frames measured
-                camera_info.publish(info)
-                camera.publish(image)
+                rig.publish('frame')
                 c.spin_for(0.2)
             press(' ')
             screen.wait_for('saved in ', c.spin_for)
@@ -240,6 +232,7 @@ def test_a_session_to_a_protocol_records_the_take_flags_it_and_coverage_counts_i
             episode_id = stops[0].episode_id
             screen.wait_for(f'take 1 saved in {episode_id}: out of spec (illuminance)', c.spin_for)
     finally:
+        rig.close()
         if keys.stdin is not None:
             keys.stdin.close()  # end of input quits the keys
         keys.wait(20)
@@ -310,6 +303,49 @@ def test_the_camera_gives_distance_and_orientation_and_says_why_not(studio: Prot
     assert shown['orientation'] == {'value': 'front', 'level': 'front', 'verdict': 'outside', 'readings': 1,
                                     'source': '/camera/image_raw (faces)'}
     assert shown['illuminance'] == {'verdict': 'not measured', 'why': 'nothing at the rig measures illuminance'}
+
+
+def test_a_take_stopped_keeps_the_frame_still_being_measured() -> None:
+    # On a loaded rig computer a take stops while its last frame waits (the rate's pause) or is being measured,
+    # and the readings of the one before may not have been taken yet: all of them are the take's.
+    from types import SimpleNamespace
+
+    import cv2
+
+    from ros_robodata.capture.frame_measure import FrameMeasurer
+    from ros_robodata.capture.take_check import ORIENTATION
+    from ros_robodata.capture.take_conditions import FaceDetector, Intrinsics
+    from test.real_data import real_data
+    from test.test_take_conditions import render
+
+    detector = FaceDetector()
+    photo = cv2.imread(str(real_data('faces/astronaut.png')), cv2.IMREAD_COLOR)
+    k = [922.5, 0, 640, 0, 922.5, 360, 0, 0, 1]
+    frame = render(photo, detector(photo)[0], 1.5, Intrinsics.from_camera_info(k, 1280, 720))
+    image = SimpleNamespace(height=720, width=1280, encoding='bgr8', step=1280 * 3, is_bigendian=0,
+                            data=frame.tobytes())
+    measurer = FrameMeasurer('/camera/image_raw (faces)', rate_hz=0.1, detector=detector)  # then 10 s of pause
+    assert measurer.settle(0.1)  # no thread, nothing in hand
+    measurer.set_camera_info(k, 1280, 720)
+    measurer.start()
+    try:
+        measurer.offer(image)
+        deadline = time.monotonic() + 20
+        while measurer.measured < 1:
+            assert time.monotonic() < deadline, 'the first frame was never measured'
+            time.sleep(0.01)
+        measurer.offer(image)  # waits for the end of the pause: 10 s
+        began = time.monotonic()
+        assert measurer.settle(5.0)
+        assert measurer.measured == 2 and time.monotonic() - began < 5.0
+    finally:
+        measurer.close()
+    protocol = load_protocol('hri_expressions')
+    check = TakeCheck(protocol, {DISTANCE: measurer.source, ORIENTATION: measurer.source})
+    check.start()
+    assert measurer.drain_into(check) == 6  # distance, orientation and camera, of each frame
+    _, shown = check.stop({'distance': '3-6', 'illuminance': '100-500', 'orientation': 'front', 'expression': 'smile'})
+    assert (shown['distance']['readings'], shown['orientation']['readings']) == (2, 2)
 
 
 def test_the_rig_names_what_measures_each_condition(studio: Protocol) -> None:

@@ -3,7 +3,8 @@ its own, at most `rate_hz` frames a second and always the latest frame (frames a
 1080p camera at 30 Hz costs a few measurements a second (bench/capture_conditions.py has the per-frame figure).
 
 The node hands over each frame (a sensor_msgs/Image or CompressedImage, undecoded) and the camera's CameraInfo;
-the readings come back through `results()`, which the node drains on its own thread into a TakeCheck. With the
+the readings come back through `results()` (or `drain_into` a TakeCheck), which the node calls on its own thread;
+when a take stops, `settle` first lets the frame in hand be measured, so the take keeps its readings. With the
 camera's lux calibration (the profile's `lux_calibration`) each frame measured also gives an estimated ILLUMINANCE
 (with the camera's exposure and gain when the calibration needs them: `set_exposure_gain`), and each frame a CAMERA
 reading (its resolution and the rate frames arrive at) for the protocol's camera requirement.
@@ -20,13 +21,15 @@ from typing import Any
 import numpy as np
 
 from ros_robodata.bag.image import decode_image
-from ros_robodata.capture.take_check import CAMERA, DISTANCE, ILLUMINANCE, ORIENTATION, camera_value
+from ros_robodata.capture.take_check import CAMERA, DISTANCE, ILLUMINANCE, ORIENTATION, TakeCheck, camera_value
 from ros_robodata.capture.take_conditions import FaceDetector, Intrinsics, LuxCalibration, measure_frame
 from ros_robodata.errors import RobodataError
 
-__all__ = ['RATE_WINDOW', 'FrameMeasurer', 'FrameReading']
+__all__ = ['RATE_WINDOW', 'SETTLE_S', 'FrameMeasurer', 'FrameReading']
 
 RATE_WINDOW = 30  # frames whose arrival times give the camera's rate
+SETTLE_S = 2.0  # the longest a take's stop waits for its last frame to be measured (`settle`): one measurement
+# takes 0.1 to 0.3 s on a loaded 2-core rig computer (640x480); the bound keeps a stuck detector from holding it
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,10 @@ class FrameMeasurer:
         self.clock = clock
         self._detector = detector
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # notified when the thread is done with a frame
         self._wake = threading.Event()
+        self._hurry = threading.Event()  # set by `settle`: the next frame now, not after the rate's pause
+        self._busy = False  # the thread holds a frame (decoding or measuring it)
         self._frame: Any = None
         self._intrinsics: Intrinsics | None = None
         self._info_note = 'no CameraInfo received yet'
@@ -110,6 +116,36 @@ class FrameMeasurer:
             out, self._results = self._results, []
         return out
 
+    def drain_into(self, check: TakeCheck) -> int:
+        """Hand the readings since the last call to `check` (a value as a reading, a note as why there is none:
+        a frame's note for both distance and orientation); how many there were."""
+        readings = self.results()
+        for reading in readings:
+            if reading.value is not None:
+                check.add(reading.kind, reading.value, self.source, reading.at)
+            elif reading.kind:
+                check.note(reading.kind, reading.note)
+            else:
+                for kind in (DISTANCE, ORIENTATION):
+                    check.note(kind, reading.note)
+        return len(readings)
+
+    def settle(self, timeout_s: float = SETTLE_S) -> bool:
+        """Wait until the frames offered so far are measured (the latest one now, without the rate's pause), at
+        most `timeout_s`: a take stopped while its frame is queued or being measured keeps that frame's readings,
+        which on a loaded computer may be the take's only ones. Call it from the thread that offers frames (none
+        arrive meanwhile); True when nothing is left in hand, False on the timeout or without a thread."""
+        if self._thread is None or not self._thread.is_alive():
+            return self._frame is None
+        self._hurry.set()
+        self._wake.set()
+        try:
+            with self._idle:
+                return self._idle.wait_for(lambda: self._closed or (self._frame is None and not self._busy),
+                                           timeout_s)
+        finally:
+            self._hurry.clear()
+
     def measure(self, bgr: np.ndarray) -> list[FrameReading]:
         """One frame's readings (what the thread does with each frame it takes), also kept for `results`.
 
@@ -146,33 +182,48 @@ class FrameMeasurer:
             self.measured += 1
         return out
 
-    def start(self) -> None:
-        """Measure on a daemon thread until `close`."""
-        self._thread = threading.Thread(target=self._run, name='frame-measure', daemon=True)
+    def start(self, on_thread: Callable[[], None] | None = None) -> None:
+        """Measure on a daemon thread until `close`; `on_thread` runs first on it (the node lowers its priority:
+        face detection yields the CPU to a recorder's intake beside it, as the monitor's frame worker does)."""
+        self._thread = threading.Thread(target=self._run, args=(on_thread,), name='frame-measure', daemon=True)
         self._thread.start()
 
     def close(self) -> None:
         self._closed = True
         self._wake.set()
+        self._hurry.set()
+        with self._idle:
+            self._idle.notify_all()
         if self._thread is not None:
             self._thread.join(5.0)
 
-    def _run(self) -> None:
+    def _run(self, on_thread: Callable[[], None] | None) -> None:
+        if on_thread is not None:
+            on_thread()
         while not self._closed:
             self._wake.wait()
             self._wake.clear()
             with self._lock:
                 frame, self._frame = self._frame, None
-            if frame is None or self._closed:
+                self._busy = frame is not None and not self._closed
+            if not self._busy:
                 continue
             began = self.clock()
             try:
-                bgr = decode_image(frame, 'bgr')
-            except RobodataError as err:  # BagError: an encoding that is not an image
-                with self._lock:
-                    self._results.append(FrameReading('', None, began, f'{self.source}: {err}'))
-                continue
-            self.measure(bgr)
+                self._decode_and_measure(frame, began)
+            finally:
+                with self._idle:
+                    self._busy = False
+                    self._idle.notify_all()
             rest = self.period_s - (self.clock() - began)
-            if rest > 0:
-                time.sleep(rest)  # frames offered meanwhile replace each other: only the latest is measured
+            if rest > 0:  # frames offered meanwhile replace each other: only the latest is measured
+                self._hurry.wait(rest)
+
+    def _decode_and_measure(self, frame: Any, began: float) -> None:
+        try:
+            bgr = decode_image(frame, 'bgr')
+        except RobodataError as err:  # BagError: an encoding that is not an image
+            with self._lock:
+                self._results.append(FrameReading('', None, began, f'{self.source}: {err}'))
+            return
+        self.measure(bgr)

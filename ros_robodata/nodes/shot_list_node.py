@@ -12,7 +12,11 @@ judges the readings, capture.take_save writes the take; this node only wires top
   `range_topic` and, with `camera_topic`, the face's distance and orientation from the camera's frames
   (capture.frame_measure, at most `measure_rate_hz` frames a second, with `camera_info_topic`'s intrinsics), and
   publishes a WARN on /diagnostics ('robodata take') while a reading is outside the take's intended level or bin,
-  within a tick (TICK_S) of the reading.
+  within a tick (TICK_S) of the reading. The camera is subscribed once a publisher of it appears, reliable when its
+  publishers are (as the recorder matches them): a VGA frame from a driver on Fast DDS's defaults is often lost on
+  a busy computer, and only a reliable subscription has it repaired (on a loaded 2-core computer a best-effort one
+  got 0 of the 18 frames of a 2 s take, a reliable one all). When a take stops, the frame in hand is measured first
+  (at most capture.frame_measure.SETTLE_S) and every reading measured so far is the take's before it is written.
 
 Parameters: protocol (a file or a shipped name), participant, dataset, illuminance_topic, range_topic,
 camera_topic, camera_info_topic, measure_rate_hz, lux_calibration (PROFILE:CAMERA: light estimated from the frames).
@@ -34,7 +38,7 @@ from std_msgs.msg import String
 
 from ros_robodata.capture.consent_check import check_participant
 from ros_robodata.capture.coverage import Coverage, coverage
-from ros_robodata.capture.frame_measure import FrameMeasurer
+from ros_robodata.capture.frame_measure import SETTLE_S, FrameMeasurer
 from ros_robodata.capture.lux_calibration import error_text, profile_camera_calibration
 from ros_robodata.capture.protocol import load_protocol
 from ros_robodata.capture.shot_list import ShotList, Take, empty_coverage
@@ -44,8 +48,10 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent
 from ros_robodata.nodes.keys_node import EVENTS_TOPIC, TAKE_COMMAND_TOPIC, TAKE_TOPIC
-from ros_robodata.nodes.node_runtime import declare, run_node
+from ros_robodata.nodes.node_runtime import TopicDiscovery, declare, run_node
+from ros_robodata.profile.schema import TopicSpec
 from ros_robodata.record.keys_screen import TAKE_STATUS
+from ros_robodata.record.priority import ANALYSIS_NICENESS, lower_this_thread
 
 TICK_S = 0.25  # how often the latest readings are judged: a take out of spec shows within this and a hop
 REPEAT_S = 1.0  # /diagnostics is refreshed this often when nothing changed
@@ -112,10 +118,11 @@ class ShotListNode(Node):
             compressed = camera_topic.rstrip('/').endswith('/compressed')
             image_base = camera_topic.rstrip('/').rsplit('/', 2 if compressed else 1)[0]
             info_topic = camera_info_topic or f'{image_base}/camera_info'
-            self.create_subscription(CompressedImage if compressed else Image, camera_topic, measurer.offer,
-                                     QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+            image_type = CompressedImage if compressed else Image
+            self._camera_discovery = TopicDiscovery(self, {camera_topic: TopicSpec(
+                topic=camera_topic, type=f'sensor_msgs/msg/{image_type.__name__}')}, self._subscribe_camera)
             self.create_subscription(CameraInfo, info_topic, self._on_camera_info, qos_profile_sensor_data)
-            measurer.start()
+            measurer.start(lambda: lower_this_thread(ANALYSIS_NICENESS))  # below the recorder's intake
         self.create_timer(TICK_S, self._tick)
         self._publish_take()
         self.get_logger().info(f'protocol {self.protocol.name}, participant {self.participant or "none"}: '
@@ -133,6 +140,11 @@ class ShotListNode(Node):
             value = msg.illuminance if kind == ILLUMINANCE else msg.range
             self.check.add(kind, float(value), source, time.monotonic())
         return receive
+
+    def _subscribe_camera(self, topic: str, spec: TopicSpec, qos: QoSProfile, msgclass: Any) -> None:
+        if self.measurer is not None:  # depth 1: the measurer takes the latest frame only
+            self.create_subscription(msgclass, topic, self.measurer.offer,
+                                     QoSProfile(depth=1, reliability=qos.reliability))
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         if self.measurer is not None:
@@ -184,6 +196,12 @@ class ShotListNode(Node):
 
     def _finish(self, episode_id: str, take: Take, status: str) -> None:
         self._recording = None
+        if self.measurer is not None:
+            # The take's frame still queued or being measured, and readings not yet taken by a tick, are its own.
+            if not self.measurer.settle():
+                self.get_logger().warning(f'{self.measurer.source}: the last frame of take {take.number} was not '
+                                          f'measured within {SETTLE_S:g} s: the take is saved without it')
+            self.measurer.drain_into(self.check)
         measured, shown = self.check.stop(take.intended)
         if status != 'complete':
             self._message = f'{episode_id} {status}: take {take.number} not counted, shown again'
@@ -207,14 +225,7 @@ class ShotListNode(Node):
     def _tick(self) -> None:
         now = time.monotonic()
         if self.measurer is not None:
-            for reading in self.measurer.results():
-                if reading.value is not None:
-                    self.check.add(reading.kind, reading.value, self.measurer.source, reading.at)
-                elif reading.kind:
-                    self.check.note(reading.kind, reading.note)
-                else:
-                    for kind in (DISTANCE, ORIENTATION):
-                        self.check.note(kind, reading.note)
+            self.measurer.drain_into(self.check)
         flags = self.check.flags(self._intended(), now)
         if flags:
             status = (DiagnosticStatus.WARN, 'out of spec: ' + '; '.join(flag.text for flag in flags))
