@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset.lerobot_episode_source import in_place_episodes, open_episode
-from ros_robodata.profile import load_profile
+from ros_robodata.profile import JOINT_STATE, load_profile
 from ros_robodata.quality import batch_pass
 from ros_robodata.quality.scoring import score_bag
 
@@ -65,3 +67,40 @@ def test_arrays_in_place_give_what_a_message_at_a_time_gives(chunk: int, faulty:
         assert batched.report.metrics['topics']['/observation/state']['count'] == len(ordered.times) // 2
         assert batched.report.metrics['smoothness_ldlj'] is not None  # the joints' motion was judged
     assert {'motion.nan', 'motion.stuck_joint'} <= checks, checks  # the planted faults were found both ways
+
+
+def test_the_time_origin_from_the_readers_arrays_is_the_one_its_messages_give() -> None:
+    # An episode in place answers its first stamps from its rows (nothing decoded); read as a bag reads, message by
+    # message, the origin must be the same.
+    from ros_robodata.bag.time_origin import time_origin
+
+    profile = load_profile(REACHY_PROFILE)
+    topics = [spec.topic for _, spec in profile.all_topics()]
+    for _, ref in in_place_episodes(REACHY, profile):
+        with open_episode(ref, images=False) as reader:
+            joints = [t for t in topics if t in reader.topics and reader.topics[t].msgtype == JOINT_STATE]
+            assert len(joints) == 2 and reader.first_stamps(joints)
+            fast = time_origin(reader, joints)
+            assert fast is not None and fast == time_origin(cast(BagReader, _MessagesOnly(reader)), joints)
+            assert reader.first_stamps([*joints, '/camera/front/image_raw']) is None  # a camera: read it
+
+
+class _MessagesOnly:
+    """A reader seen only through messages() and decode(), as a bag is read."""
+
+    def __init__(self, reader: BagReader) -> None:
+        self._reader = reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+    def first_stamps(self, topics: object) -> None:
+        return None
+
+
+def test_the_stamped_types_known_without_a_typestore_are_stamped_in_jazzy() -> None:
+    from ros_robodata.bag.types import typestore
+    from ros_robodata.signals.cdr import STAMPED_TYPES, starts_with_header
+
+    store = typestore()
+    assert all(t in store.fielddefs and starts_with_header(t, store) for t in STAMPED_TYPES)

@@ -189,6 +189,15 @@ class BagReader:
         a bag, which is read a chunk at a time by messages()."""
         return None
 
+    def first_stamps(self, topics: Collection[str]) -> dict[str, tuple[int, int]] | None:
+        """Per topic, the receive time and header stamp (ns) of its first message in messages()' order, where the
+        reader holds them as arrays already (no message decoded); None for a bag: read its messages.
+
+        Args:
+            topics: the topics asked about (each with messages).
+        """
+        return None
+
     def messages(
         self,
         topics: Collection[str] | None = None,

@@ -28,6 +28,13 @@ def time_origin(reader: BagReader, topics: Iterable[str]) -> int | None:
         topics: The topics whose stamps count (the robot profile's).
     """
     wanted = {t for t in topics if t in reader.topics and reader.topics[t].count}
+    firsts = reader.first_stamps(wanted) if wanted else None
+    if firsts is not None:  # a reader holding its streams as arrays: the same answer, nothing decoded
+        if not firsts:
+            return None
+        start = min(t for t, _ in firsts.values())
+        stamps = [stamp for t, stamp in firsts.values() if t - start <= _LOOK_NS and stamp > 0]
+        return min(stamps) if stamps else None
     seen: set[str] = set()
     best: int | None = None
     first_log: int | None = None

@@ -206,8 +206,7 @@ class LeRobotEpisodeReader(BagReader):
         self.metadata = {'in_memory': True}  # complete: nothing of it is damaged
         self.files = []
         self._sources = []
-        self._store: Typestore = typestore()
-        self._typestore = self._store
+        self._typestore = None  # loaded when something decodes (~0.1 s): scoring in place never does
         self.images = images
         self.source = lerobot_source(ref.root)
         try:
@@ -269,11 +268,26 @@ class LeRobotEpisodeReader(BagReader):
 
     @property
     def typestore(self) -> Typestore:
-        return self._store
+        if self._typestore is None:
+            self._typestore = typestore()
+        return self._typestore
+
+    def first_stamps(self, topics: Collection[str]) -> dict[str, tuple[int, int]] | None:
+        """From the joint states' rows; None when a topic asked about is another (a camera: read it)."""
+        if any(topic not in self._joints for topic in topics):
+            return None
+        out = {}
+        arrivals = {topic: self._held[topic][1] for topic in topics}
+        for topic in topics:
+            times = arrivals[topic]
+            if len(times):  # messages() orders by arrival, then by place within the topic
+                first = int(np.lexsort((np.arange(len(times)), times))[0])
+                out[topic] = (int(times[first]), int(self._joints[topic][1][first]))
+        return out
 
     def _camera(self, topic: str) -> None:
         """Read the camera's video into messages, as the import writes them (pixels left out without images)."""
-        store = self._store
+        store = self.typestore
         key = self._cameras[topic]
         kind = IMAGE if self.ref.raw_images else COMPRESSED_IMAGE
         times, datas = [], []
@@ -333,7 +347,7 @@ class LeRobotEpisodeReader(BagReader):
                                joints=[self._joints.get(t) for t in order])
 
     def decode(self, message: BagMessage) -> Any:
-        return self._store.deserialize_cdr(bytes(message.data), message.msgtype)
+        return self.typestore.deserialize_cdr(bytes(message.data), message.msgtype)
 
     def close(self) -> None:
         self._held.clear()

@@ -31,6 +31,7 @@ from ros_robodata.signals import (
     read_gripper,
     read_joints,
     read_wrench,
+    stamped_type,
     starts_with_header,
 )
 
@@ -91,14 +92,15 @@ class EpisodeQuality:
     def __init__(self, profile: Profile, *, images: bool = True, image_rate_hz: float = 0.0) -> None:
         self.profile = profile
         q, t = profile.quality, profile.topics
-        store = typestore()
         self.timing: dict[str, StreamTiming] = {}
         self._stamped: dict[str, bool] = {}
         for _, spec in profile.all_topics():
             self.timing[spec.topic] = StreamTiming(spec.topic, TimingLimits(
                 rate_hz=spec.rate_hz, rate_tolerance=q.rate_tolerance, max_latency_ms=q.max_latency_ms,
                 silent_after_s=q.silent_after_s, latched=spec.latched))
-            self._stamped[spec.topic] = spec.type in store.fielddefs and starts_with_header(spec.type, store)
+            known = stamped_type(spec.type)  # the typestore (~0.1 s to load) only for a type the table lacks
+            self._stamped[spec.topic] = known if known is not None else (
+                spec.type in typestore().fielddefs and starts_with_header(spec.type, typestore()))
         # A rig without an arm (a capture studio, a vehicle) has no joint states: no motion or sync checks.
         self.joint_topic = t.joint_states.topic if t.joint_states is not None else None
         gripper_joint = [t.gripper.joint] if t.gripper is not None and t.gripper.topic == self.joint_topic else []
