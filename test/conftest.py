@@ -4,10 +4,13 @@ Demo datasets (used by test_dataset.py and test_cli.py): `sim_cell_profile_path`
 `record_demo_episode` and `make_demo_dataset` build real datasets with real rosbag2 bags in tmp_path.
 `demo_run`: `robodata demo --episodes 2 --seed 0` on real DDS, once per test run (what `make demo` writes; the
 tests that use it copy what they change).
+LeRobot folders read in place (test_lerobot_in_place.py, test_report_in_place.py): `reachy_folder`, a copy of the
+vendored Reachy 2 folder per test module, and `reachy_imported`, that copy imported into a dataset.
 """
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -151,3 +154,22 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
     run = subprocess.run([sys.executable, '-m', 'ros_robodata.cli.main', 'demo', '--episodes', '2', '--seed', '0',
                           '--out', str(out)], capture_output=True, text=True, timeout=600, env=ros_env(new_domain()))
     return run, out
+
+
+@pytest.fixture(scope='module')
+def reachy_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the vendored Reachy 2 LeRobot folder (real: 3 teleoperated episodes, v3.0), which the in-place
+    tests read where it lies and check is left as it was."""
+    copy = tmp_path_factory.mktemp('lerobot') / 'reachy2_apple_storage'
+    shutil.copytree(Path(__file__).resolve().parent / 'data' / 'lerobot' / 'reachy2_apple_storage', copy)
+    return copy
+
+
+@pytest.fixture(scope='module')
+def reachy_imported(reachy_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """That folder imported into a dataset (`robodata import`): what the in-place commands must agree with."""
+    from ros_robodata.cli.main import main
+
+    ds = tmp_path_factory.mktemp('imported') / 'ds'
+    assert main(['import', str(reachy_folder), '--dataset', str(ds)]) == 0
+    return ds

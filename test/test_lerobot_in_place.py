@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ import pytest
 from ros_robodata.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
-REACHY = ROOT / 'test' / 'data' / 'lerobot' / 'reachy2_apple_storage'  # real: 3 teleoperated episodes, v3.0
 REACHY_PROFILE = ROOT / 'bench' / 'profiles' / 'reachy2_apple_storage.yaml'  # names its gripper
 
 
@@ -38,26 +36,12 @@ def _as_in_place(text: str) -> str:
     return re.sub(r'reachy2_apple_storage-0*(\d+)', r'episode \1', text)
 
 
-@pytest.fixture(scope='module')
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp('lerobot') / 'reachy2_apple_storage'
-    shutil.copytree(REACHY, copy)
-    return copy
-
-
-@pytest.fixture(scope='module')
-def imported(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ds = tmp_path_factory.mktemp('imported') / 'ds'
-    assert main(['import', str(folder), '--dataset', str(ds)]) == 0
-    return ds
-
-
-def test_score_in_place_finds_what_the_imported_copy_finds(folder: Path, imported: Path,
+def test_score_in_place_finds_what_the_imported_copy_finds(reachy_folder: Path, reachy_imported: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    before = _contents(folder)
-    in_place = _run_json(capsys, 'score', str(folder))
-    assert _contents(folder) == before  # nothing written into the folder
-    copy = json.loads(_as_in_place(json.dumps(_run_json(capsys, 'score', str(imported)))))
+    before = _contents(reachy_folder)
+    in_place = _run_json(capsys, 'score', str(reachy_folder))
+    assert _contents(reachy_folder) == before  # nothing written into the folder
+    copy = json.loads(_as_in_place(json.dumps(_run_json(capsys, 'score', str(reachy_imported)))))
     assert sorted(in_place['episodes']) == ['episode 0', 'episode 1', 'episode 2'] == sorted(copy['episodes'])
     assert in_place['failed'] == {} == copy['failed']
     for name, scored in in_place['episodes'].items():
@@ -71,24 +55,25 @@ def test_score_in_place_finds_what_the_imported_copy_finds(folder: Path, importe
     assert any(f['check'] == 'completeness.outcome' for f in in_place['episodes']['episode 0']['findings'])
 
 
-def test_a_findings_frames_are_the_folders_frame_indices(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    scored = _run_json(capsys, 'score', str(folder))['episodes']
+def test_a_findings_frames_are_the_folders_frame_indices(reachy_folder: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    scored = _run_json(capsys, 'score', str(reachy_folder))['episodes']
     said = [(name, f['frames'][0][0], f['ranges_s'][0][0]) for name, episode in scored.items()
             for f in episode['findings'] if f.get('frames')]
     assert said  # a speed jump in two of the three episodes
-    rows = pq.read_table(folder / 'data' / 'chunk-000' / 'file-000.parquet',
+    rows = pq.read_table(reachy_folder / 'data' / 'chunk-000' / 'file-000.parquet',
                          columns=['episode_index', 'frame_index', 'timestamp']).to_pylist()
     for name, frame, t_s in said:
         (row,) = [r for r in rows if f'episode {r["episode_index"]}' == name and r['frame_index'] == frame]
         assert abs(row['timestamp'] - t_s) < 0.5 / 30, (name, frame, t_s)
 
 
-def test_segment_in_place_finds_the_imported_copys_events(folder: Path, imported: Path,
+def test_segment_in_place_finds_the_imported_copys_events(reachy_folder: Path, reachy_imported: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    before = _contents(folder)
-    in_place = _run_json(capsys, 'segment', str(folder), '--profile', str(REACHY_PROFILE))
-    assert _contents(folder) == before
-    copy = _run_json(capsys, 'segment', str(imported), '--profile', str(REACHY_PROFILE))
+    before = _contents(reachy_folder)
+    in_place = _run_json(capsys, 'segment', str(reachy_folder), '--profile', str(REACHY_PROFILE))
+    assert _contents(reachy_folder) == before
+    copy = _run_json(capsys, 'segment', str(reachy_imported), '--profile', str(REACHY_PROFILE))
     assert sorted(in_place['episodes']) == ['episode 0', 'episode 1', 'episode 2']
     events = {name: [(e['kind'], e['t_s']) for e in result['events']] for name, result in in_place['episodes'].items()}
     assert any(events.values())  # the gripper closes in these demonstrations
@@ -96,25 +81,27 @@ def test_segment_in_place_finds_the_imported_copys_events(folder: Path, imported
                       for name, result in copy['episodes'].items()}
 
 
-def test_the_table_names_episodes_by_their_lerobot_index(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(['score', str(folder)]) == 0
+def test_the_table_names_episodes_by_their_lerobot_index(reachy_folder: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(['score', str(reachy_folder)]) == 0
     out = capsys.readouterr().out
     assert 'episode 0' in out and 'episode 2' in out and '3 episode(s) scored' in out
 
 
-def test_a_filter_of_catalog_labels_is_one_clear_message(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_filter_of_catalog_labels_is_one_clear_message(reachy_folder: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(['score', str(folder), '--task', 'x']) == 1
+    assert main(['score', str(reachy_folder), '--task', 'x']) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line == (f'robodata score: error: {folder}: --task, --outcome, --status, --where and --since pick '
+    assert line == (f'robodata score: error: {reachy_folder}: --task, --outcome, --status, --where and --since pick '
                     'episodes of a dataset; a LeRobot dataset read in place has none (run `robodata import '
-                    f'{folder} --dataset D` to pick among its episodes)')
+                    f'{reachy_folder} --dataset D` to pick among its episodes)')
 
 
-def test_a_profile_that_reads_none_of_its_topics_is_refused(folder: Path, tmp_path: Path,
+def test_a_profile_that_reads_none_of_its_topics_is_refused(reachy_folder: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(['score', str(folder), '--profile', str(ROOT / 'config' / 'sim_cell.yaml')]) == 1
+    assert main(['score', str(reachy_folder), '--profile', str(ROOT / 'config' / 'sim_cell.yaml')]) == 1
     err = capsys.readouterr().err
     assert 'names none of the topics a LeRobot import writes' in err, err
 
@@ -161,10 +148,10 @@ def test_camera_checks_in_place_find_what_the_imported_copy_finds(filmed: Path, 
 
 
 def test_segment_without_a_gripper_in_the_folders_profile_says_how_to_name_it(
-        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        reachy_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The Reachy 2's info.json names none of its state's 19 dimensions; the G1's names its hands' fingers. Neither
     # says where a gripper opens, so segment finds nothing, and says what would let it.
-    unnamed = _run_json(capsys, 'segment', str(folder))
+    unnamed = _run_json(capsys, 'segment', str(reachy_folder))
     assert unnamed['episodes'] == {}
     assert 'names none of its 19 state dimensions' in unnamed['nothing_to_do']
     assert '--profile FILE naming it (topics: gripper: topic /observation/state' in unnamed['nothing_to_do']

@@ -16,7 +16,6 @@ import pytest
 from ros_robodata.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
-REACHY = ROOT / 'test' / 'data' / 'lerobot' / 'reachy2_apple_storage'  # real: 3 teleoperated episodes, v3.0
 
 
 class _Cells(HTMLParser):
@@ -96,28 +95,20 @@ def _state(root: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.fixture(scope='module')
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp('lerobot') / 'reachy2_apple_storage'
-    shutil.copytree(REACHY, copy)
-    return copy
-
-
-@pytest.fixture(scope='module')
-def imported_page(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ds = tmp_path_factory.mktemp('imported') / 'ds'
-    assert main(['import', str(folder), '--dataset', str(ds)]) == 0
+def imported_page(reachy_imported: Path) -> Path:
+    ds = reachy_imported
     assert main(['score', str(ds)]) == 0
     page = ds.parent / 'imported.html'
     assert main(['report', str(ds), '--episodes', 'all', '--out', str(page)]) == 0
     return page
 
 
-def test_report_in_place_shows_what_the_imported_copys_report_shows(folder: Path, imported_page: Path,
+def test_report_in_place_shows_what_the_imported_copys_report_shows(reachy_folder: Path, imported_page: Path,
                                                                    tmp_path: Path) -> None:
-    before = _state(folder)
+    before = _state(reachy_folder)
     page = tmp_path / 'page.html'
-    assert main(['report', str(folder), '--episodes', 'all', '--out', str(page)]) == 0
-    assert _state(folder) == before  # not a byte, not a timestamp, no file added
+    assert main(['report', str(reachy_folder), '--episodes', 'all', '--out', str(page)]) == 0
+    assert _state(reachy_folder) == before  # not a byte, not a timestamp, no file added
     in_place, copy = _content(page), _content(imported_page, _as_in_place)
     assert sorted(in_place['episodes']) == ['episode 0', 'episode 1', 'episode 2']
     assert in_place == copy
@@ -126,13 +117,13 @@ def test_report_in_place_shows_what_the_imported_copys_report_shows(folder: Path
     assert [row[1] for row in in_place['detailed'][1:]] == ['place the apple in the plate'] * 3
 
 
-def test_the_page_says_each_findings_frames_in_the_folder(folder: Path, tmp_path: Path,
+def test_the_page_says_each_findings_frames_in_the_folder(reachy_folder: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(['score', str(folder), '--json']) == 0
+    assert main(['score', str(reachy_folder), '--json']) == 0
     scored = json.loads(capsys.readouterr().out)['episodes']
     page = tmp_path / 'page.html'
-    assert main(['report', str(folder), '--episodes', 'all', '--out', str(page)]) == 0
+    assert main(['report', str(reachy_folder), '--episodes', 'all', '--out', str(page)]) == 0
     said = 0
     for section in _page(page):
         if not section['id'].startswith('ep-'):
@@ -148,33 +139,33 @@ def test_the_page_says_each_findings_frames_in_the_folder(folder: Path, tmp_path
     assert said >= 2  # the speed jumps of episodes 1 and 2, at their frame indices
 
 
-def test_the_page_says_what_a_folder_in_place_lacks(folder: Path, tmp_path: Path) -> None:
+def test_the_page_says_what_a_folder_in_place_lacks(reachy_folder: Path, tmp_path: Path) -> None:
     page = tmp_path / 'page.html'
-    assert main(['report', str(folder), '--out', str(page)]) == 0
+    assert main(['report', str(reachy_folder), '--out', str(page)]) == 0
     sections = {s['id']: s for s in _page(page)}
     assert 'review-queue' not in sections
     text = page.read_text(encoding='utf-8')
     note = text[text.index('<section id="in-place">'):].split('</section>')[0]
     assert 'no review queue' in note and 'no operator labels' in note
-    assert f'robodata import {folder} --dataset D' in note
+    assert f'robodata import {reachy_folder} --dataset D' in note
 
 
-def test_a_page_inside_the_folder_is_refused(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = _state(folder)
+def test_a_page_inside_the_folder_is_refused(reachy_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _state(reachy_folder)
     capsys.readouterr()
-    assert main(['report', str(folder), '--out', str(folder / 'meta' / 'report.html')]) == 1
+    assert main(['report', str(reachy_folder), '--out', str(reachy_folder / 'meta' / 'report.html')]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert 'read in place and left as it is: name an --out outside it' in line
-    assert _state(folder) == before
+    assert _state(reachy_folder) == before
 
 
-def test_the_default_page_is_written_in_the_current_folder(folder: Path, tmp_path: Path,
+def test_the_default_page_is_written_in_the_current_folder(reachy_folder: Path, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    before = _state(folder)
-    assert main(['report', str(folder)]) == 0
+    before = _state(reachy_folder)
+    assert main(['report', str(reachy_folder)]) == 0
     assert (tmp_path / 'reachy2_apple_storage_report.html').is_file()
-    assert _state(folder) == before
+    assert _state(reachy_folder) == before
 
 
 def test_a_v21_folder_of_a_humanoid_is_reported_in_place(tmp_path: Path) -> None:

@@ -156,6 +156,14 @@ def retire(dataset: Dataset, episode_ids: list[str], *, why: str, who: str | Non
     return run
 
 
+def _delete(path: Path) -> None:
+    """A folder with what is in it, or a file or link (not what a link points at); nothing when absent."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
 def _retire_pooled(copy: Path, dataset: Dataset, episode_id: str, *, why: str, who: str | None,
                    participant: str | None) -> None:
     """Retire the copy of `episode_id` that `episodes copy` or `merge` put into another dataset (its episode folder
@@ -171,10 +179,7 @@ def _retire_pooled(copy: Path, dataset: Dataset, episode_id: str, *, why: str, w
     except RobodataError:
         other = None
     if other is None or other.root.resolve() == dataset.root.resolve():
-        if copy.is_dir() and not copy.is_symlink():
-            shutil.rmtree(copy)
-        elif copy.exists() or copy.is_symlink():
-            copy.unlink()
+        _delete(copy)
         return
     carried = participant if participant and participant in read_participants(other.root) else None
     done = retire(other, [copy.name], why=f'{why} (a copy of {episode_id} of {dataset.root.resolve()}, retired there)',
@@ -197,10 +202,7 @@ def _retire_one(dataset: Dataset, episode_id: str, row: Any, folder: Path, hashe
                      copies_deleted=list(retirement.copies), releases_affected=list(retirement.releases),
                      participant=participant or '')
         for path in [Path(p) for p in retirement.copies if p not in retirement.pooled] + [folder]:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
+            _delete(path)
         for release in retirement.releases:
             line = json.dumps({'episode': episode_id, 'time': stamp, 'who': who, 'why': why}) + '\n'
             fd = os.open(dataset.root / RELEASES / release / 'withdrawn.jsonl', os.O_WRONLY | os.O_CREAT | os.O_APPEND,

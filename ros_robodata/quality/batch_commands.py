@@ -66,8 +66,7 @@ class _Joint:
         """How far the command moved between two stamps in that history (max - min; 0 without a value there): what
         the stuck check asks of every sample a joint holds still, on arrays rather than a list built for it."""
         if self._runs() is not None:  # stamps in order: the values between them are one slice
-            start, end = self._window(fed)
-            a, b = bisect_left(self.stamps, since_ns, start, end), bisect_left(self.stamps, until_ns + 1, start, end)
+            a, b = self._between(fed, since_ns, until_ns)
             return float(max(self.values[a:b]) - min(self.values[a:b])) if b > a else 0.0
         inside = self._inside(fed, since_ns, until_ns)
         return float(inside.max() - inside.min()) if inside.size else 0.0
@@ -84,9 +83,13 @@ class _Joint:
         if runs is None:  # stamps out of order: the values between them, wherever they sit
             inside = self._inside(fed, since_ns, until_ns)
             return float(inside[0]) if inside.size and inside.min() == inside.max() else None
-        start, end = self._window(fed)
-        a, b = bisect_left(self.stamps, since_ns, start, end), bisect_left(self.stamps, until_ns + 1, start, end)
+        a, b = self._between(fed, since_ns, until_ns)
         return float(self.values[a]) if b > a and runs[b - 1] <= a else None
+
+    def _between(self, fed: int, since_ns: int, until_ns: int) -> tuple[int, int]:
+        """Where the history's entries stamped since_ns..until_ns start and end (its stamps in order)."""
+        start, end = self._window(fed)
+        return bisect_left(self.stamps, since_ns, start, end), bisect_left(self.stamps, until_ns + 1, start, end)
 
     def _prepared(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Stamps, values, and (stamps in order) where the run of equal values each value belongs to starts."""

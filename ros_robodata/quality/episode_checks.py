@@ -99,8 +99,7 @@ class EpisodeQuality:
                 rate_hz=spec.rate_hz, rate_tolerance=q.rate_tolerance, max_latency_ms=q.max_latency_ms,
                 silent_after_s=q.silent_after_s, latched=spec.latched))
             known = stamped_type(spec.type)  # the typestore (~0.1 s to load) only for a type the table lacks
-            self._stamped[spec.topic] = known if known is not None else (
-                spec.type in typestore().fielddefs and starts_with_header(spec.type, typestore()))
+            self._stamped[spec.topic] = known if known is not None else starts_with_header(spec.type, typestore())
         # A rig without an arm (a capture studio, a vehicle) has no joint states: no motion or sync checks.
         self.joint_topic = t.joint_states.topic if t.joint_states is not None else None
         gripper_joint = [t.gripper.joint] if t.gripper is not None and t.gripper.topic == self.joint_topic else []
