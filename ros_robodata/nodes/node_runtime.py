@@ -204,10 +204,25 @@ def deliver(node: Node, timeout_s: float = 1.0) -> None:
         publisher.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9)))
 
 
-def _spin_analysis(executor: Any, stop: StopRequest) -> None:
+def spin_apart(nodes: Sequence[Node], running: Callable[[], bool]) -> list[threading.Thread]:
+    """Each node on an executor and a thread of its own, below the intake's priority, while `running()`: one node's
+    long callback (the segmenter replaying the pre-roll at an episode's start) never holds another's (the monitor,
+    which times messages when its callbacks run, would see every topic late at once)."""
+    threads = []
+    for node in nodes:
+        executor = make_executor()
+        executor.add_node(node)
+        thread = threading.Thread(target=_spin_analysis, args=(executor, running), name=f'{node.get_name()}-executor',
+                                  daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+def _spin_analysis(executor: Any, running: Callable[[], bool]) -> None:
     lower_this_thread(ANALYSIS_NICENESS)
     try:
-        while not stop.reason and rclpy.ok():
+        while running() and rclpy.ok():
             executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -225,9 +240,10 @@ def run_nodes(
     """Several nodes in one process and one executor (what `robodata session` runs), until Ctrl-C or SIGTERM.
     `main_loop(nodes, executor, stop)`, when given, replaces the spin loop (a node with work of its own, like the
     simulated cell): it spins the executor itself and returns once `stop.reason` is set or its work is done.
-    The `analysis` nodes (a segmenter, a monitor: work that may wait) get an executor of their own, spun on a thread
-    below the intake's priority, so that their work at an episode's start or stop (the pre-roll replayed through
-    the segmenter, a summary) never holds the first executor's callbacks (a recorder's intake and services).
+    The `analysis` nodes (a segmenter, a monitor: work that may wait) get an executor each, spun on a thread of its
+    own below the intake's priority (spin_apart), so that their work at an episode's start or stop (the pre-roll
+    replayed through the segmenter, a summary) never holds the first executor's callbacks (a recorder's intake and
+    services), nor each other's.
 
     Shutdown, in order: callbacks stop (subscriptions, timers, services destroyed), `on_shutdown` closes what is
     open (a running episode becomes `interrupted` and its STOP is published), reliable publishers deliver what
@@ -237,7 +253,7 @@ def run_nodes(
     stop = StopRequest()
     nodes: list[Node] = []
     reason = 'interrupted'
-    spinner: threading.Thread | None = None
+    spinners: list[threading.Thread] = []
     try:
         for make in makers:
             nodes.append(make())
@@ -246,13 +262,7 @@ def run_nodes(
         executor = make_executor()
         for node in nodes[:len(nodes) - len(behind)]:
             executor.add_node(node)
-        if behind:
-            side = make_executor()
-            for node in behind:
-                side.add_node(node)
-            spinner = threading.Thread(target=_spin_analysis, args=(side, stop), name='analysis-executor',
-                                       daemon=True)
-            spinner.start()
+        spinners = spin_apart(behind, lambda: not stop.reason)
         if after_start is not None:
             after_start(nodes)
         if main_loop is not None:
@@ -269,9 +279,10 @@ def run_nodes(
         print(f'{name}: error: {" ".join(str(err).split())}', file=sys.stderr)
         return 1
     finally:
-        if spinner is not None:
+        if spinners:
             stop.reason = stop.reason or reason
-            spinner.join(5.0)
+            for spinner in spinners:
+                spinner.join(5.0)
         for node in nodes:
             quiesce(node)
         if nodes and on_shutdown is not None:
