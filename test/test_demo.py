@@ -1,10 +1,13 @@
-"""`robodata demo` end to end on real rclpy: sim cell, recorder and segmenter in one process, two episodes."""
+"""`robodata demo` end to end on real rclpy: the recorder, segmenter and monitor in one process, the sim cell in
+another, two episodes."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.dataset import Dataset
@@ -114,3 +117,46 @@ def test_sim_cell_can_publish_its_time_on_clock(tmp_path):
         stop_process(node)
     times = [t.clock.sec * 10**9 + t.clock.nanosec for t in ticks]
     assert len(times) > 50 and times == sorted(times) and times[-1] > times[0]
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` now (from /proc)."""
+    found = set()
+    for stat in Path('/proc').glob('[0-9]*/stat'):
+        try:
+            fields = stat.read_text().rsplit(')', 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_ctrl_c_during_the_demo_closes_the_episode_and_leaves_no_cell_running(tmp_path):
+    """The cell publishes from a process of its own, as drivers do: Ctrl-C stops it too, after the episode is
+    closed as interrupted."""
+    from test.ros_rig import stop_process
+
+    out = tmp_path / 'demo'
+    log = tmp_path / 'demo.log'
+    with log.open('w') as err:
+        demo = subprocess.Popen([sys.executable, '-m', 'ros_robodata.cli.main', 'demo', '--episodes', '2', '--out',
+                                 str(out), '--image-size', '160x120'], stdout=subprocess.DEVNULL, stderr=err,
+                                env=ros_env(new_domain()))
+    children: set[int] = set()
+    deadline = time.monotonic() + 120
+    while 'start: status recording' not in log.read_text() and time.monotonic() < deadline and demo.poll() is None:
+        children |= _children(demo.pid)
+        time.sleep(0.2)
+    children |= _children(demo.pid)
+    assert 'start: status recording' in log.read_text(), log.read_text()[-3000:]
+    assert len(children) >= 2, children  # the episode writer and the cell
+    stop_process(demo)
+    text = log.read_text()
+    assert 'interrupted' in text and 'Traceback' not in text, text[-3000:]
+    dataset = Dataset.open(out / 'dataset')
+    assert [dataset.episode(i).status for i in dataset.episode_ids()] == ['interrupted']
+    time.sleep(1.0)
+    left = [pid for pid in children if Path(f'/proc/{pid}').exists()
+            and (Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z')]
+    assert left == [], [Path(f'/proc/{pid}/cmdline').read_bytes() for pid in left]

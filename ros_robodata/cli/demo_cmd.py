@@ -19,7 +19,8 @@ STREAMS = tuple(DEFAULT_RATES_HZ)
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         'demo', help='record episodes of the simulated cell with a scripted operator (no robot needed)',
-        description='Run the simulated teleop cell (MuJoCo) and the recorder in one process on real DDS, record '
+        description='Run the simulated teleop cell (MuJoCo, in a process of its own, as drivers are) and the '
+                    'recorder, the live segmenter and the quality monitor (as `robodata session`) on real DDS, record '
                     'EPISODES episodes acted out by a scripted operator (episode i uses seed SEED + i; every 6 '
                     'hold a failure and a recovery), write each episode\'s physics ground truth as '
                     'ground_truth.json next to it, and summarize. Ctrl-C closes a running episode as interrupted.')

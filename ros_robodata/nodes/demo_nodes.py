@@ -1,9 +1,13 @@
-"""The demo's ROS side: the recorder, the segmenter, the quality monitor and the simulated cell in one process.
+"""The demo's ROS side: the recorder, the segmenter and the quality monitor in this process, the simulated cell in
+a process of its own, as a rig's drivers are.
 
-One rclpy context on real DDS, four nodes: the recorder, the live segmenter and the quality monitor (spun by
-one executor in a thread, as `robodata session` spins them) and the sim cell (publishing from the main thread,
-paced to the wall clock). The scripted operator starts each episode, acts it out, labels it with the outcome it
-knows from the physics and stops it; the ground truth is written next to the episode as ground_truth.json.
+The recorder, the live segmenter and the quality monitor are spun as `robodata session` spins them (each node on an
+executor and a thread of its own); the sim cell publishes on real DDS from a child process, paced to the wall clock,
+and tells this one what its scripted operator does. Sharing one interpreter, the cell waited for the GIL at every
+episode boundary (the segmenter's replay, the monitor's summary) and sent its messages 60-100 ms late: the bags were
+right to say so, and a demo on a two-core computer scored 0.90 for it. The scripted operator starts each episode,
+acts it out, labels it with the outcome it knows from the physics and stops it; the ground truth is written next to
+the episode as ground_truth.json.
 Afterwards the offline steps run: every episode is segmented (events.json) and scored (quality.json), and the
 dataset gets its HTML report (report.html).
 `robodata demo` (ros_robodata/cli/demo_cmd.py) runs it.
@@ -31,12 +35,12 @@ from ros_robodata.console import real_console, stderr, stdout
 from ros_robodata.dataset import Dataset, is_dataset
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.offline import segment_episode
-from ros_robodata.nodes.node_runtime import make_executor
+from ros_robodata.nodes.demo_cell import CellProcess, CellSettings
+from ros_robodata.nodes.node_runtime import make_executor, spin_apart
 from ros_robodata.nodes.quality_monitor_node import QualityMonitorNode
 from ros_robodata.nodes.recorder_node import RecorderNode
 from ros_robodata.nodes.segmenter_node import SegmenterNode
 from ros_robodata.nodes.session_node import parameters
-from ros_robodata.nodes.sim_cell_node import SimCellNode
 from ros_robodata.paths import config_path
 from ros_robodata.quality.scoring import score_episodes
 from ros_robodata.report import report_dataset
@@ -89,41 +93,41 @@ class _Demo:
 
         args = self.args
         profile = str(profile_path())
-        # The executor shares the GIL with the writer's reply thread and the sim: keep turns short (as the recorder).
+        # The executors share the GIL with the writer's reply thread: keep turns short (as the recorder).
         sys.setswitchinterval(0.0005)
         # Ctrl-C stays a KeyboardInterrupt in the main thread; the recorder is closed below, then ROS.
         rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
         signal.signal(signal.SIGTERM, _terminate)
-        recorder = sim = segmenter = monitor = None
+        recorder = segmenter = monitor = None
+        cell: CellProcess | None = None
         spinning = threading.Event()
-        spinner = None
+        spinners: list[threading.Thread] = []
         interrupted = False
         t_start = time.monotonic()
         try:
-            sim = SimCellNode(parameter_overrides=parameters(
-                profile=profile, seed=args.seed, episodes=args.episodes, mode=args.mode,
-                image_width=self.image_size[0], image_height=self.image_size[1]))
             recorder = RecorderNode(parameter_overrides=parameters(
                 profile=profile, dataset=str(self.dataset_root), task=TASK, operator=OPERATOR, mode=args.mode))
             recorder.recorder.add_transition_listener(self._on_transition)  # after the node's own announcement
             segmenter = SegmenterNode(parameter_overrides=parameters(profile=profile))
             monitor = QualityMonitorNode(parameter_overrides=parameters(profile=profile))
+            # The recorder alone on its executor: the segmenter's replay of the pre-roll at a start must not hold
+            # its intake (the bag's receive times would say every topic came late at once).
             executor = make_executor()
-            for node in (recorder, segmenter, monitor):
-                executor.add_node(node)
+            executor.add_node(recorder)
             spinning.set()
 
             def spin() -> None:
                 while spinning.is_set() and rclpy.ok():
                     executor.spin_once(timeout_sec=0.1)
 
-            spinner = threading.Thread(target=spin, name='recorder-executor', daemon=True)
-            spinner.start()
+            spinners = [threading.Thread(target=spin, name='recorder-executor', daemon=True)]
+            spinners[0].start()
+            spinners += spin_apart([segmenter, monitor], spinning.is_set)
             gc.collect()
             gc.freeze()
-            if not sim.cell.wait_for_subscribers(timeout_s=15.0):
-                stderr.print('[yellow]robodata demo: not every sim topic has the recorder subscribed yet[/]')
-            self._episodes(recorder, sim)
+            cell = CellProcess(CellSettings(profile, args.seed, args.episodes, args.mode, self.image_size,
+                                            list(getattr(args, 'faults', None) or [])))
+            self._episodes(recorder, cell)
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -131,10 +135,12 @@ class _Demo:
                 episode = recorder.recorder.close('interrupted')
                 if episode is not None:
                     stderr.print(f'robodata demo: episode {episode.id} closed as {episode.status}')
+            if cell is not None:
+                cell.stop()
             spinning.clear()
-            if spinner is not None:
+            for spinner in spinners:
                 spinner.join(2.0)
-            for made in (recorder, segmenter, monitor, sim):
+            for made in (recorder, segmenter, monitor):
                 if made is not None:
                     made.destroy_node()
             if rclpy.ok():
@@ -146,9 +152,13 @@ class _Demo:
             raise KeyboardInterrupt
         return 0
 
-    def _episodes(self, recorder: Any, sim: Any) -> None:
+    def _episodes(self, recorder: Any, cell: CellProcess) -> None:
         """The scripted operator at the keys: the cell acts out episode after episode on one timeline (sim/rig.py);
-        each is started when its script begins, labelled with the outcome the physics gives and stopped."""
+        each is started when its script begins, labelled with the outcome the physics gives and stopped.
+
+        Raises:
+            RobodataError: the cell could not go on (said in one line).
+        """
         args = self.args
         dataset = Dataset.open(self.dataset_root)
         columns = (TextColumn('{task.description}'), BarColumn(), TextColumn('{task.completed}/{task.total}'),
@@ -156,32 +166,30 @@ class _Demo:
         pending: list[dict[str, Any]] = []
         with Progress(*columns, console=real_console(stderr), transient=False) as progress:
             overall = progress.add_task('episodes', total=args.episodes)
-            shown = [0.0]
-
-            def on_event(event: Any, _stamp_ns: int) -> None:
-                label = f'episode {event.index + 1}/{args.episodes} (seed {event.seed})'
-                if event.kind == 'begin':
+            while True:
+                news = cell.news(timeout_s=1.0)
+                if news is None:
+                    continue
+                label = f'episode {news.index + 1}/{args.episodes} (seed {news.seed})'
+                if news.kind == 'begin':
                     episode_id = recorder.recorder.request_start(TASK, OPERATOR, args.mode)
                     pending.append({'id': episode_id, 'label': f'{label} {episode_id}'})
                     progress.update(overall, description=f'{label} {episode_id}: recording')
-                elif event.kind == 'done':
+                elif news.kind == 'done':
                     row = pending[-1]
-                    recorder.recorder.request_outcome(event.truth['outcome'], f'scripted operator (seed {event.seed})')
+                    recorder.recorder.request_outcome(news.truth['outcome'], f'scripted operator (seed {news.seed})')
                     recorder.recorder.request_stop()
-                    row['truth'] = event.truth
+                    row['truth'] = news.truth
                     self.rows.append(row)
-                    progress.update(overall, advance=1, description=f'{label}: {event.truth["outcome"]}')
-
-            def running() -> bool:
-                now = time.monotonic()
-                if pending and 'truth' not in pending[-1] and now - shown[0] >= 0.25:
-                    shown[0] = now
-                    progress.update(overall, description=f'{pending[-1]["label"]}: {rig.cell.time:4.1f} s')
-                return True
-
-            with sim.cell.rig(args.seed, args.mode, episodes=args.episodes,
-                              faults=getattr(args, 'faults', None) or None) as rig:
-                sim.cell.run(rig, running, on_event, time.sleep)
+                    progress.update(overall, advance=1, description=f'{label}: {news.truth["outcome"]}')
+                elif news.kind == 'time' and pending and 'truth' not in pending[-1]:
+                    progress.update(overall, description=f'{pending[-1]["label"]}: {news.time_s:4.1f} s')
+                elif news.kind == 'warning':
+                    stderr.print(f'[yellow]robodata demo: {news.text}[/]')
+                elif news.kind == 'error':
+                    raise RobodataError(f'the simulated cell stopped: {news.text}')
+                elif news.kind == 'finished':
+                    break
             for row in self.rows:
                 if not self._stop_event(row['id']).wait(_STOP_TIMEOUT_S):
                     raise RobodataError(f'episode {row["id"]}: the recorder did not close it within '
