@@ -12,6 +12,23 @@ _OFF = ('mjRND_SHADOW', 'mjRND_REFLECTION', 'mjRND_SKYBOX', 'mjRND_FOG', 'mjRND_
 
 
 _NOISE_FRAMES = 16
+_NOISE_SEED = 0x5EED
+_noise_banks: dict[tuple[int, int, float], list[tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def _noise_bank(height: int, width: int, sigma: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The camera noise frames of this size, drawn once a process: drawing them took ~55 ms of CPU, at each scene
+    change, while the cell was publishing (it fell behind its stamps). Each frame takes a bank frame at a random
+    shift drawn from the scene's own generator, so a seed still renders the same frames in any process."""
+    key = (height, width, sigma)
+    if key not in _noise_banks:
+        rng = np.random.default_rng(_NOISE_SEED)
+        bank = []
+        for _ in range(_NOISE_FRAMES):
+            n = np.rint(rng.normal(0.0, sigma, (height, width, 3)))
+            bank.append((np.clip(n, 0, 255).astype(np.uint8), np.clip(-n, 0, 255).astype(np.uint8)))
+        _noise_banks[key] = bank
+    return _noise_banks[key]
 
 
 class Cameras:
@@ -21,17 +38,20 @@ class Cameras:
 
     def __init__(self, model: mujoco.MjModel, width: int, height: int, rng: np.random.Generator | None = None,
                  noise_sigma: float = 1.5) -> None:
-        self._r = mujoco.Renderer(model, height, width)
+        # A scene a few times the model's geoms, not the default 10000: allocating that took ~25 ms of each scene
+        # change (a cell falling behind its stamps); this scene draws ~20.
+        self._r = mujoco.Renderer(model, height, width, max_geom=max(500, 20 * model.ngeom))
         for flag in _OFF:
             self._r.scene.flags[getattr(mujoco.mjtRndFlag, flag)] = False
+        # One frame drawn now, where it costs nothing (before the cell's clock starts, or on the thread preparing
+        # the next scene): the first frame of a renderer took ~35 ms more than the others, and a cell drawing it
+        # while publishing fell behind its stamps.
+        self._r.update_scene(mujoco.MjData(model))
+        self._r.render()
         # Sensor noise, as every real camera has: a renderer draws a still scene bit-identically, which the quality
         # checks rightly call a frozen camera. A bank of noise frames keeps it cheap (~0.1 ms a frame).
         self._rng = rng
-        self._noise: list[tuple[np.ndarray, np.ndarray]] = []
-        if rng is not None and noise_sigma > 0:
-            for _ in range(_NOISE_FRAMES):
-                n = np.rint(rng.normal(0.0, noise_sigma, (height, width, 3)))
-                self._noise.append((np.clip(n, 0, 255).astype(np.uint8), np.clip(-n, 0, 255).astype(np.uint8)))
+        self._noise = _noise_bank(height, width, noise_sigma) if rng is not None and noise_sigma > 0 else []
 
     def render(self, data: mujoco.MjData, camera: str) -> np.ndarray:
         self._r.update_scene(data, camera=camera)
