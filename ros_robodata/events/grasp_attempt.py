@@ -39,6 +39,9 @@ class GraspAttempt:
     slip_pending: tuple[int, Evidence, int] | None = None  # the carried load went: (when, evidence, seen) until
     # what the fingers do next says whether it slipped or was set down
     hold_x: float = math.nan  # where the grasp settled (slow creep moves it, a slip's closing on does not)
+    # Where the grasp was secured: creep moves the hold at most a closed margin from it. A slip sinking slower
+    # than the velocity threshold (a follower at 30 Hz closing to its leader) would otherwise drag the hold down.
+    secured_x: float = math.nan
     pressed: bool = False  # the command pressed the held fingers further shut
     letgo: tuple[int, list[Evidence], bool] | None = None  # an opening under way: (onset, evidence, placed)
     left_ns: int | None = None  # when the opening fingers passed back where they met the object

@@ -43,7 +43,7 @@ def gripping_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: int
         track.log.emit(out, CONTACT_LOST, t, t, 0.7, [ev_v])
         track.to_idle(opened_at=t)
         return
-    g.confirmed, g.ref_x, g.hold_x = True, x, x
+    g.confirmed, g.ref_x, g.hold_x, g.secured_x = True, x, x, x
     evidence = [ev_x]
     hold = track.hold_effort(g)
     confidence = 0.8
@@ -101,6 +101,8 @@ def holding_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: int,
         g.ref_x = x
         if x > g.hold_x - m:
             g.hold_x = min(g.hold_x, x) if math.isfinite(g.hold_x) else x
+            if math.isfinite(g.secured_x):
+                g.hold_x = max(g.hold_x, g.secured_x - m)
     hold = track.hold_effort(g)
     if hold is not None and math.isfinite(effort):
         loosened = effort - track.e_idle < hold
