@@ -33,7 +33,7 @@ from rich.table import Table
 
 from ros_robodata.console import real_console, stderr, stdout
 from ros_robodata.dataset import Dataset, is_dataset
-from ros_robodata.errors import RobodataError
+from ros_robodata.errors import RecorderError, RobodataError
 from ros_robodata.events.offline import segment_episode
 from ros_robodata.nodes.demo_cell import CellProcess, CellSettings
 from ros_robodata.nodes.node_runtime import make_executor, spin_apart
@@ -67,6 +67,24 @@ def run_demo(args: argparse.Namespace, image_size: tuple[int, int]) -> int:
 
 def _terminate(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt  # SIGTERM closes the running episode as interrupted, as Ctrl-C does
+
+
+def _stop(recorder: Any, patience_s: float = 10.0) -> None:
+    """Stop the episode as an operator would: a computer so busy that this process heard the cell's start and end
+    together gets a stop within the recorder's shortest episode refused as a double press; press again after it.
+
+    Raises:
+        RecorderError: still refused after `patience_s`.
+    """
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            recorder.request_stop()
+            return
+        except RecorderError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 class _Demo:
@@ -178,7 +196,7 @@ class _Demo:
                 elif news.kind == 'done':
                     row = pending[-1]
                     recorder.recorder.request_outcome(news.truth['outcome'], f'scripted operator (seed {news.seed})')
-                    recorder.recorder.request_stop()
+                    _stop(recorder.recorder)
                     row['truth'] = news.truth
                     self.rows.append(row)
                     progress.update(overall, advance=1, description=f'{label}: {news.truth["outcome"]}')
