@@ -151,9 +151,9 @@ def test_ctrl_c_during_the_demo_closes_the_episode_and_leaves_no_cell_running(tm
     children |= _children(demo.pid)
     assert 'start: status recording' in log.read_text(), log.read_text()[-3000:]
     assert len(children) >= 2, children  # the episode writer and the cell
-    stop_process(demo)
+    assert stop_process(demo) == 130, log.read_text()[-3000:]  # the exit status of a command stopped by Ctrl-C
     text = log.read_text()
-    assert 'interrupted' in text and 'Traceback' not in text, text[-3000:]
+    assert 'robodata demo: interrupted' in text and 'closed as interrupted' in text, text[-3000:]
     dataset = Dataset.open(out / 'dataset')
     assert [dataset.episode(i).status for i in dataset.episode_ids()] == ['interrupted']
     time.sleep(1.0)

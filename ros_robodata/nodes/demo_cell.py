@@ -62,14 +62,15 @@ class CellProcess:
             RobodataError: the cell's process ended without saying it finished.
         """
         try:
-            if not self._conn.poll(timeout_s):
-                if not self._process.is_alive():
-                    raise RobodataError(f'the simulated cell ended (exit status {self._process.exitcode})')
-                return None
-            news: CellNews = self._conn.recv()
+            if self._conn.poll(timeout_s):
+                news: CellNews = self._conn.recv()
+                return news
         except (EOFError, OSError):
-            raise RobodataError(f'the simulated cell ended (exit status {self._process.exitcode})') from None
-        return news
+            pass
+        else:
+            if self._process.is_alive():
+                return None
+        raise RobodataError(f'the simulated cell ended (exit status {self._process.exitcode})')
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the cell to stop publishing and end; ended by force if it does not within `timeout_s`."""
