@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from ros_robodata.bag.reader import BagReader
 from ros_robodata.events.offline import segment_bag
@@ -26,7 +26,7 @@ def test_live_segmenter_matches_offline_on_the_same_bag(tmp_path: Path) -> None:
     from sensor_msgs.msg import JointState
     from visualization_msgs.msg import MarkerArray
 
-    from ros_robodata.msg import SegmentEvent
+    from ros_robodata.msg import EpisodeEvent, SegmentEvent
 
     profile = load_profile(PROFILE)
     bag = tmp_path / 'episode'
@@ -50,12 +50,22 @@ def test_live_segmenter_matches_offline_on_the_same_bag(tmp_path: Path) -> None:
                                                                                 profile.topics.gripper.topic, qos),
                           profile.topics.wrench.topic: c.node.create_publisher(WrenchStamped,
                                                                                profile.topics.wrench.topic, qos)}
-            c.wait_subscribed(publishers.values(), node, log, 'the segmenter')
+            latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            episodes = c.node.create_publisher(EpisodeEvent, '/robodata/episode_events', latched)
+            c.wait_subscribed([*publishers.values(), episodes], node, log, 'the segmenter')
+            start = EpisodeEvent(event=EpisodeEvent.START, episode_id='ep1', status='recording')
+            episodes.publish(start)
+            c.spin_for(0.3)
             # Replay the bag's bytes in its order, several times faster than real time.
             c.replay(bag, publishers)
             deadline = time.monotonic() + 20
             while len(received) < len(offline.events) and time.monotonic() < deadline:
                 c.spin_for(0.1)
+            # The same start heard again (a latched topic matched anew on a busy computer): not a second episode.
+            episodes.publish(start)
+            c.spin_for(0.5)
+            episodes.publish(EpisodeEvent(event=EpisodeEvent.STOP, episode_id='ep1', status='complete'))
             c.spin_for(0.5)
     finally:
         assert stop_process(node) == 0, log.read_text()
@@ -64,6 +74,7 @@ def test_live_segmenter_matches_offline_on_the_same_bag(tmp_path: Path) -> None:
              list(m.evidence_signals)) for m in received]
     expected = [(e.kind, e.stamp_ns, e.confidence, [ev.signal for ev in e.evidence]) for e in offline.events]
     assert live == expected
+    assert {m.episode_id for m in received} == {'ep1'}
     # Wrench-based events name the sensor frame; every event got an RViz label saying what it is.
     assert all(m.header.frame_id == 'ft_sensor' for m in received if m.kind == 'lift')
     assert [a.markers[0].text.split()[0] for a in labels] == [m.kind for m in received]

@@ -36,7 +36,7 @@ from ros_robodata.dataset import Dataset, is_dataset
 from ros_robodata.errors import RecorderError, RobodataError
 from ros_robodata.events.offline import segment_episode
 from ros_robodata.nodes.demo_cell import CellProcess, CellSettings
-from ros_robodata.nodes.node_runtime import make_executor, spin_apart
+from ros_robodata.nodes.node_runtime import make_executor, spin_apart, still_spinning
 from ros_robodata.nodes.quality_monitor_node import QualityMonitorNode
 from ros_robodata.nodes.recorder_node import RecorderNode
 from ros_robodata.nodes.segmenter_node import SegmenterNode
@@ -156,12 +156,13 @@ class _Demo:
             if cell is not None:
                 cell.stop()
             spinning.clear()
-            for spinner in spinners:
-                spinner.join(2.0)
+            busy = still_spinning(spinners, 10.0)
+            if busy:
+                stderr.print(f'robodata demo: {", ".join(sorted(busy))} still busy after 10 s: left to the exit')
             for made in (recorder, segmenter, monitor):
-                if made is not None:
+                if made is not None and f'{made.get_name()}-executor' not in busy:
                     made.destroy_node()
-            if rclpy.ok():
+            if rclpy.ok() and not busy:
                 rclpy.shutdown()
         if not interrupted:
             self._offline()

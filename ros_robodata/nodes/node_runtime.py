@@ -162,6 +162,23 @@ def run_node(
     )
 
 
+class EpisodesSeen:
+    """Which episode starts an analysis node has acted on. The episode events are latched: a subscription that
+    matches the recorder again (discovery lost and found on a computer too busy to answer in time, or a node
+    restarted mid-session) is handed the last starts and stops once more, and acting on a start twice would
+    replay the pre-roll and publish the episode's events twice."""
+
+    def __init__(self) -> None:
+        self._started: set[str] = set()
+
+    def first_start(self, episode_id: str) -> bool:
+        """True the first time `episode_id` starts; False for a start heard again."""
+        if episode_id in self._started:
+            return False
+        self._started.add(episode_id)
+        return True
+
+
 class StopRequest:
     """Ctrl-C and SIGTERM ask the spin loop to stop, between callbacks: a signal never lands inside one as an
     exception (rclpy's own handler would also take the context away before the episode is closed). A second
@@ -217,6 +234,15 @@ def spin_apart(nodes: Sequence[Node], running: Callable[[], bool]) -> list[threa
         thread.start()
         threads.append(thread)
     return threads
+
+
+def still_spinning(spinners: Sequence[threading.Thread], timeout_s: float) -> set[str]:
+    """Wait (at most `timeout_s` in all) for the spin threads to end; the names of those still in a callback, whose
+    nodes must not be destroyed under them (rclpy then crashes the process, after the episode was closed)."""
+    deadline = time.monotonic() + timeout_s
+    for spinner in spinners:
+        spinner.join(max(0.0, deadline - time.monotonic()))
+    return {spinner.name for spinner in spinners if spinner.is_alive()}
 
 
 def _spin_analysis(executor: Any, running: Callable[[], bool]) -> None:
@@ -281,17 +307,18 @@ def run_nodes(
     finally:
         if spinners:
             stop.reason = stop.reason or reason
-            for spinner in spinners:
-                spinner.join(5.0)
-        for node in nodes:
+        busy = still_spinning(spinners, 10.0)
+        # A node still in a callback on its thread is left to the process's exit: destroying it there crashes.
+        idle = [node for node in nodes if f'{node.get_name()}-executor' not in busy]
+        for node in idle:
             quiesce(node)
         if nodes and on_shutdown is not None:
             on_shutdown(nodes, reason)
-        for node in nodes:
+        for node in idle:
             deliver(node)
-        for node in nodes:
+        for node in idle:
             node.destroy_node()
-        if rclpy.ok():
+        if rclpy.ok() and not busy:
             rclpy.shutdown()
         stop.restore()
     return 0

@@ -26,7 +26,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ros_robodata.bag.image import decode_image
 from ros_robodata.errors import RobodataError
 from ros_robodata.msg import EpisodeEvent, QualityStatus
-from ros_robodata.nodes.node_runtime import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.nodes.node_runtime import EpisodesSeen, TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.quality.episode_checks import EpisodeQuality, score_of
 from ros_robodata.quality.live import LiveQuality, Status
@@ -60,6 +60,7 @@ class QualityMonitorNode(Node):
         self.profile = load_profile(profile_path)
         self._panel_frame = panel_frame or self.profile.robot.base_frame
         self.live = LiveQuality(self.profile, images=images)
+        self._episodes = EpisodesSeen()
         self._clock_ns = clock_of(self)
         self._status_pub = self.create_publisher(QualityStatus, QUALITY_TOPIC, 50)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -129,6 +130,8 @@ class QualityMonitorNode(Node):
                 self.get_logger().warning(f'{topic}: cannot check a frame: {err}', throttle_duration_sec=10.0)
 
     def _on_episode(self, msg: EpisodeEvent) -> None:
+        if msg.event == EpisodeEvent.START and not self._episodes.first_start(msg.episode_id):
+            return
         if msg.event == EpisodeEvent.START:
             self.live.start(msg.episode_id)
         elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.live.episode_id:

@@ -33,7 +33,7 @@ from ros_robodata.events.calibration import SESSION, Priors, pool_priors, write_
 from ros_robodata.events.event import Event
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.msg import EpisodeEvent, SegmentEvent
-from ros_robodata.nodes.node_runtime import TopicDiscovery, clock_of, declare, run_node
+from ros_robodata.nodes.node_runtime import EpisodesSeen, TopicDiscovery, clock_of, declare, run_node
 from ros_robodata.profile import load_profile
 from ros_robodata.profile.schema import FLOAT64, JOINT_STATE
 from ros_robodata.vocabulary import EVENT_COLOURS
@@ -64,6 +64,7 @@ class SegmenterNode(Node):
         self._options = {'use_gripper': use_gripper, 'use_wrench': use_wrench}
         self.segmenter = Segmenter(self.profile, **self._options)
         self.episode_id = ''
+        self._episodes = EpisodesSeen()
         self._calibrations: list[dict[str, Any]] = []  # what each finished episode of this run showed
         self._kept: deque[tuple[str, Any, int]] = deque()  # (role, reading, received) as they came
         self._clock_ns = clock_of(self)
@@ -108,6 +109,8 @@ class SegmenterNode(Node):
         return receive
 
     def _on_episode(self, msg: EpisodeEvent) -> None:
+        if msg.event == EpisodeEvent.START and not self._episodes.first_start(msg.episode_id):
+            return
         if msg.event == EpisodeEvent.START:
             self.episode_id = msg.episode_id
             start = msg.data_start.sec * 1_000_000_000 + msg.data_start.nanosec
