@@ -107,6 +107,23 @@ def test_a_follower_sinking_slowly_to_its_leader_after_a_slip_is_a_failed_grasp(
     assert _found(result, RELEASE) == []
 
 
+def test_a_handheld_tracker_dates_grasps_and_releases_where_the_fingers_moved_not_where_it_saw_them_again() -> None:
+    """A marker tracker at 30 Hz loses the fingers while the hand squeezes and lets go, and opens slower than a
+    noisy tracker's moving threshold: the grasp is still dated where the fingers stopped (success-02: a gap while
+    the pads compressed came after), a release in a gap from the speed after it (staged-02), and a gentle release
+    where the fingers left the hold (staged-04: before, an outlier 0.3 s later)."""
+    family = B.load('handheld_teaching')
+    episode = family.episode(2, 'success')
+    truth, result = B.Truth.of(episode), B.segment(episode, family.profile)
+    assert _paired(truth.times('secured'), _found(result, GRASP))
+    assert _paired(truth.times('contact_begin'), _found(result, 'contact'))
+    for seed in (2, 4):
+        episode = family.episode(seed, 'staged')
+        truth, result = B.Truth.of(episode), B.segment(episode, family.profile)
+        assert _paired(truth.times('released'), _found(result, RELEASE)), (seed, truth.times('released'),
+                                                                          _found(result, RELEASE))
+
+
 @pytest.mark.parametrize('factor', [2.5, 0.4])
 def test_a_stroke_wrong_by_2_5x_finds_the_same_grasps_and_names_both_ranges(factor: float) -> None:
     family = B.load('gantry_parallel')

@@ -139,7 +139,7 @@ def _contact_stamp(track: GripperTrack, g: GraspAttempt, t: int, x: float, vt: f
     """The fingers stopped short of closed: they met something. Contact happened where the stroke, at the speed
     it last had, reached the place the fingers stopped (better: where the lines before and after the knee meet;
     within a gap of the stream, from the gap's ends). The stop is noted on the attempt."""
-    contact = t
+    contact = t if g.stopped_since is None else g.stopped_since  # a stop told from a pause: where it began
     moving = g.moving if g.moving is not None else (last if last is not None and last[2] < -vt else None)
     if g.fast is not None and moving is not None and moving[0] - g.fast[0] <= 2 * track.period_ns:
         moving = g.fast  # a decelerating last sample says little of where the stroke would have arrived
@@ -184,20 +184,22 @@ def _confirm_contact(track: GripperTrack, out: list[Event], g: GraspAttempt, t: 
 
 
 def _stop_in_gap(track: GripperTrack, g: GraspAttempt, stop_x: float) -> int | None:
-    """When the stream had a gap within this close and the fingers already stood where they stopped right
-    after it (a tracker that lost its markers while the hand closed the fingers on the object), where in the
-    gap they arrived: at the speed they were closing before it, or its middle when they were still at rest."""
-    if track.gap is None:
-        return None
-    (t0, x0, v0), t1 = track.gap
-    if t1 < g.seen_ns or t0 > t1:
-        return None
-    after = next((x for ts, x in g.recent if ts >= t1), None)
-    if after is None or abs(after - stop_x) > 2 * track.closed_margin or x0 - stop_x <= track.closed_margin:
-        return None
-    if v0 < -track.velocity_threshold:
-        return int(min(t1, t0 + (x0 - stop_x) / -v0 * 1e9))
-    return (t0 + t1) // 2
+    """When the stream had a gap within this close across which the fingers arrived where they stopped (a tracker
+    that lost its markers while the hand closed the fingers on the object; later gaps while it squeezed on do
+    not count), where in the gap they arrived: at the speed they were closing before it, or its middle when they
+    were still at rest."""
+    for (t0, x0, v0), t1 in reversed(track.gaps):
+        if t1 < g.seen_ns or t0 > t1:
+            return None
+        after = next((x for ts, x in g.recent if ts >= t1), None)
+        if after is None or abs(after - stop_x) > track.closed_margin or x0 - stop_x <= track.closed_margin:
+            continue
+        # The speed before the gap, when it was already a close (a noisy tracker's moving threshold is several of
+        # its speed's sigmas; a third of it is still clear of the noise): at that speed to where they stopped.
+        if v0 < -track.velocity_threshold / 3:
+            return int(min(t1, t0 + (x0 - stop_x) / -v0 * 1e9))
+        return (t0 + t1) // 2
+    return None
 
 
 def _first_touch(track: GripperTrack, g: GraspAttempt, stop_ns: int) -> tuple[int, Evidence] | None:

@@ -45,6 +45,9 @@ class GraspAttempt:
     pressed: bool = False  # the command pressed the held fingers further shut
     letgo: tuple[int, list[Evidence], bool] | None = None  # an opening under way: (onset, evidence, placed)
     left_ns: int | None = None  # when the opening fingers passed back where they met the object
+    # The opening's first samples, when it was first seen just after a gap in the stream (a tracker that lost its
+    # markers as the hand let go): the speed after the gap dates its start better than the jump across it.
+    letgo_after_gap: list[tuple[int, float]] | None = None
     sinking_ns: int | None = None  # when the fingers began closing on past where they held
     moving: tuple[int, float, float] | None = None  # the last sample where the fingers clearly closed (t, x, v)
     stop_ns: int | None = None  # when the fingers stopped on the object, from that sample's speed

@@ -56,8 +56,9 @@ class GripperTrack:
         used = self.calibration.stroke
         self.closed, self.span = used.closed, used.span
         self.last: Last | None = None
-        # The last gap in the stream: the sample before it (stamp, x, v) and the stamp that ended it.
-        self.gap: tuple[Last, int] | None = None
+        # The last gaps in the stream: the sample before each (stamp, x, v) and the stamp that ended it. A tracker
+        # that lost its markers while the hand closed the fingers loses them again while the hand squeezes on.
+        self.gaps: deque[tuple[Last, int]] = deque(maxlen=8)
         self.periods: deque[int] = deque(maxlen=50)
         self.period_ns = 10_000_000.0  # their median, kept as they come (asked for many times a sample)
         self.speed = FingerSpeed()
@@ -170,7 +171,7 @@ class GripperTrack:
         self.periods.append(period)
         self.period_ns = float(statistics.median(self.periods))
         if period > 5 * typical:  # a gap in the stream: the jump across it is no noise; the speed keeps it
-            self.gap = (last, t)
+            self.gaps.append((last, t))
             self.x_steps.reset_last()
             self.x_noise.reset_last()  # (fingers that moved while unseen did move: a tracker loses its
             self.v_noise.reset_last()  # markers most while the hand closes them on the object)

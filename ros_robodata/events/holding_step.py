@@ -89,8 +89,13 @@ def holding_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: int,
         track.fail(out, at, t, evidence, 'the fingers closed on past where they held: the object slipped out', x,
                    learn_closed=True)
         return
-    if x > g.ref_x + m:
-        start = track.onset(t, x, v, g.ref_x, last)
+    # Opening is judged from where the grasp held, however slowly the fingers open (a hand releasing a trigger
+    # gently opens under a noisy tracker's moving threshold, and a reference that followed them never saw it).
+    base = min(g.ref_x, g.hold_x + m) if math.isfinite(g.hold_x) else g.ref_x
+    if x > base + m:
+        start = track.onset(t, x, v, base, last)
+        gap = track.gaps[-1] if track.gaps else None
+        g.letgo_after_gap = [(t, x)] if gap is not None and gap[1] == t and last is not None else None
         placed = g.slip_pending is not None
         evidence = [Evidence('gripper.opening', x, g.ref_x + m),
                     Evidence('gripper.velocity', v * track.span, vt * abs(track.span))]
@@ -124,6 +129,12 @@ def letting_go_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: i
     if squeezed and g.left_ns is None and x >= g.knee_x and track.last is not None:
         t0, x0, _ = track.last  # the fingers leave the object where they met it: the squeeze undone
         g.left_ns = t if x == x0 else int(t0 + (t - t0) * min(1.0, max(0.0, (g.knee_x - x0) / (x - x0))))
+    if g.letgo_after_gap is not None and len(g.letgo_after_gap) < 2:
+        if g.letgo_after_gap[0][0] == t:
+            return  # first seen after a gap: the next sample's speed dates it
+        g.letgo_after_gap.append((t, x))
+        start = _opened_in_gap(track, g, start)
+        g.letgo = (start, evidence, placed)
     commanded_open = (track.command is not None and track.command.fresh(t)
                       and track.command.value + track.command.offset >= NEAR_OPEN)
     if not (x - g.ref_x >= LETGO_SHARE or x >= NEAR_OPEN or commanded_open
@@ -141,3 +152,18 @@ def letting_go_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: i
         track.log.emit(out, RELEASE, start, t, 0.95 if placed or v > 0 else 0.8, evidence)
     track.log.emit(out, CONTACT_LOST, start, t, 0.9, evidence[:1])
     track.to_idle(opened_at=start)
+
+
+def _opened_in_gap(track: GripperTrack, g: GraspAttempt, start: int) -> int:
+    """Where in a gap of the stream an opening first seen after it began: back from the first sample after the gap
+    at the speed of the two samples after it, when that speed is higher than the jump across the gap says (the
+    fingers opened late in the gap), and never before the gap began."""
+    assert g.letgo_after_gap is not None
+    (t1, x1), (t2, x2) = g.letgo_after_gap[:2]
+    if t2 <= t1 or x2 <= x1:
+        return start
+    (t0, _, _), _ = track.gaps[-1]
+    speed = (x2 - x1) / ((t2 - t1) / 1e9)
+    base = min(g.ref_x, g.hold_x + track.closed_margin) if math.isfinite(g.hold_x) else g.ref_x
+    back = int(t1 - (x1 - base) / speed * 1e9)
+    return max(start, min(t1, max(t0, back)))
