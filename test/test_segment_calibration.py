@@ -107,6 +107,33 @@ def test_a_follower_sinking_slowly_to_its_leader_after_a_slip_is_a_failed_grasp(
     assert _found(result, RELEASE) == []
 
 
+def test_a_mis_read_among_a_streams_first_readings_is_no_grasp() -> None:
+    """The spike gate learns the readings' scatter from their first samples; a mis-read before it knew it (a
+    reading 15% of the stroke off, straight back at the next) was taken as a stroke, and the fingers standing
+    where they had been became a grasp a second later (handheld success-03: a grasp and a slip before the hand
+    moved). Now it is dropped and said, and the episode's events are those of the clean stream."""
+    family = B.load('gantry_parallel')
+    gripper_topic = family.profile.topics.gripper.topic
+    for seed, scenario in ((0, 'success'), (1, 'miss')):
+        episode = family.episode(seed, scenario)
+        clean = B.segment(episode, family.profile)
+        stream = episode['streams'][gripper_topic]
+        column = stream['names'].index(family.profile.topics.gripper.joint)
+        positions = stream['position'].copy()
+        positions[3, column] -= 0.15 * abs(family.profile.topics.gripper.open_position
+                                           - family.profile.topics.gripper.closed_position)
+        spiked = B.segment({**episode, 'streams': {**episode['streams'],
+                                                   gripper_topic: {**stream, 'position': positions}}}, family.profile)
+        assert [(e.kind, e.stamp_ns) for e in spiked.events] == [(e.kind, e.stamp_ns) for e in clean.events], seed
+        assert [line for line in spiked.inputs if line.startswith('1 ') and 'dropped as spikes' in line], spiked.inputs
+    handheld = B.load('handheld_teaching')
+    episode = handheld.episode(3, 'success')
+    result = B.segment(episode, handheld.profile)
+    closing = B.Truth.of(episode).times('closing')[0]
+    assert [e.kind for e in result.events if e.stamp_ns < closing - TOLERANCE_NS] == []
+    assert _paired(B.Truth.of(episode).times('secured'), _found(result, GRASP))
+
+
 def test_a_handheld_tracker_dates_grasps_and_releases_where_the_fingers_moved_not_where_it_saw_them_again() -> None:
     """A marker tracker at 30 Hz loses the fingers while the hand squeezes and lets go, and opens slower than a
     noisy tracker's moving threshold: the grasp is still dated where the fingers stopped (success-02: a gap while

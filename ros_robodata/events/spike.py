@@ -24,8 +24,9 @@ GATE_SIGMAS = 6.0
 SPIKE_RETURN = 0.3
 # Second differences kept for the scatter (a few seconds at 30-100 Hz).
 SCATTER_SAMPLES = 64
-# Below this many, no scatter is known yet and nothing is held.
+# Below this many, no scatter is known yet: only a reading off the path by WARMUP_FLOORS floors is held.
 SCATTER_MIN = 8
+WARMUP_FLOORS = 3.0
 # A second difference of noise n has sigma n*sqrt(6); the median of |N(0,1)| is 0.6745.
 _D2_TO_SIGMA = 1.0 / (0.6745 * math.sqrt(6.0))
 # The path is the straight line through this many readings (two alone make a noisy line to extrapolate).
@@ -79,9 +80,12 @@ class GripperSpikeGate:
         return 0.0 if predicted is None else abs(r.position - predicted)
 
     def _gate(self) -> float:
-        """Off the path by more than this is suspicious (inf while the scatter is not known)."""
+        """Off the path by more than this is suspicious; while the scatter is not known yet (a stream's first
+        readings), WARMUP_FLOORS times the floor: a mis-read in the first second is no grasp either."""
         scatter = self._scatter()
-        return math.inf if scatter is None else max(GATE_SIGMAS * scatter, self._floor)
+        if scatter is None:
+            return WARMUP_FLOORS * self._floor if self._floor > 0 else math.inf
+        return max(GATE_SIGMAS * scatter, self._floor)
 
     def _accept(self, r: GripperReading) -> None:
         if self._path:
