@@ -21,7 +21,7 @@ import numpy as np
 
 from ros_robodata.bag.types import header, typestore
 from ros_robodata.bag.writer import BagWriter
-from ros_robodata.events.calibration import Priors, needs_prior, pool_priors
+from ros_robodata.events.calibration import Priors, needs_prior, part_way_in_a_full_dataset, pool_priors
 from ros_robodata.events.event import SegmentResult
 from ros_robodata.events.offline import DATASET
 from ros_robodata.events.segmenter import Segmenter
@@ -155,6 +155,7 @@ def segment_all(episodes: list[dict[str, Any]], profile: Profile) -> tuple[list[
     if priors is not None:
         results = [segment(ep, profile, msgs=msgs, priors=priors) if needs_prior(r.calibration, priors) else r
                    for ep, msgs, r in zip(episodes, feeds, results, strict=True)]
+        results = [part_way_in_a_full_dataset(r, priors) for r in results]
     return results, priors
 
 

@@ -107,6 +107,26 @@ def test_a_follower_sinking_slowly_to_its_leader_after_a_slip_is_a_failed_grasp(
     assert _found(result, RELEASE) == []
 
 
+def test_an_episode_opened_part_way_is_no_profile_mismatch_when_the_dataset_opens_fully() -> None:
+    """Some jobs open the jaws only part-way (current_sensing_bench miss-01: to 50 of 110 mm). Alone, the
+    episode cannot tell that from a profile in the wrong unit and says so; in a dataset whose gripper opens fully,
+    the warning becomes a note of what the episode did, and its events stay those read from its own rests."""
+    family = B.load('current_sensing_bench')
+    episodes = [family.episode(seed, scenario) for scenario in ('success', 'miss') for seed in range(3)]
+    alone = B.segment(episodes[4], family.profile)
+    assert (episodes[4]['scenario'], episodes[4]['seed']) == ('miss', 1)
+    assert any("under half of the profile's 0..110" in w for w in alone.warnings), alone.warnings
+    results, priors = B.segment_all(episodes, family.profile)
+    assert priors is not None and priors.gripper is not None and priors.gripper.open > 100
+    assert [r.warnings for r in results if any('profile' in w for w in r.warnings)] == []
+    assert any('a job that opens part-way' in line for line in results[4].inputs), results[4].inputs
+    assert [(e.kind, e.stamp_ns) for e in results[4].events] == [(e.kind, e.stamp_ns) for e in alone.events]
+    # A dataset whose every episode opens part-way is still told of the profile (lowcost_follower: 40 of 100).
+    lowcost = B.load('lowcost_follower')
+    followers, _ = B.segment_all([lowcost.episode(seed, 'success') for seed in range(3)], lowcost.profile)
+    assert all(any('under half' in w for w in r.warnings) for r in followers)
+
+
 def test_a_mis_read_among_a_streams_first_readings_is_no_grasp() -> None:
     """The spike gate learns the readings' scatter from their first samples; a mis-read before it knew it (a
     reading 15% of the stroke off, straight back at the next) was taken as a stroke, and the fingers standing

@@ -11,13 +11,14 @@ one and find the same events.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ros_robodata import untrusted
 from ros_robodata.errors import RobodataError
-from ros_robodata.events.stroke import PROFILE, Observed, Stroke, differs, pooled
+from ros_robodata.events.event import SegmentResult
+from ros_robodata.events.stroke import PROFILE, UNDER_SHARE, Observed, Stroke, differs, pooled
 from ros_robodata.files import write_json
 
 GRIPPER, COMMAND = 'gripper', 'command'
@@ -85,6 +86,29 @@ def needs_prior(calibration: Mapping[str, Any], priors: Priors) -> bool:
         if (section.get('judged_before_calibrated') or unseen_closed) and differs(used, prior):
             return True
     return False
+
+
+def part_way_in_a_full_dataset(result: SegmentResult, priors: Priors | None) -> SegmentResult:
+    """An episode whose gripper never opened past half of the profile's stroke, in a dataset whose gripper does
+    (a job that opens part-way): alone it could not tell that from a profile in the wrong unit and warned of the
+    profile; the pool says the profile fits, so the warning becomes a note of what this episode did. Its events
+    are kept: they were read from this episode's own rests."""
+    prior = priors.gripper if priors is not None else None
+    section = result.calibration.get(GRIPPER)
+    if prior is None or not isinstance(section, Mapping):
+        return result
+    used, nominal = Stroke.from_json(section), Stroke.from_json(section.get(PROFILE))
+    if used is None or nominal is None or abs(prior.span) < UNDER_SHARE * abs(nominal.span):
+        return result
+    if abs(used.span) >= UNDER_SHARE * abs(nominal.span):
+        return result
+    kept = [w for w in result.warnings
+            if not (w.startswith('gripper positions ') and "under half of the profile's" in w)]
+    if len(kept) == len(result.warnings):
+        return result
+    note = (f'gripper opened only to {used.open:.4g} in this episode (closed {used.closed:.4g}); the dataset\'s '
+            f'gripper opens to {prior.open:.4g}, within the profile: a job that opens part-way')
+    return replace(result, warnings=kept, inputs=[*result.inputs, note])
 
 
 def write_prior(episode_dir: Path, priors: Priors | None, pooled_episodes: int) -> None:

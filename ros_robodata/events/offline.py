@@ -18,7 +18,7 @@ from ros_robodata.dataset.dataset import Dataset
 from ros_robodata.dataset.lerobot_ref import LeRobotRef
 from ros_robodata.dataset.targets import Filters, Item, RobotGroup, TargetLike, prepare
 from ros_robodata.errors import BagError, RobodataError
-from ros_robodata.events.calibration import Priors, needs_prior, pool_priors, read_prior
+from ros_robodata.events.calibration import Priors, needs_prior, part_way_in_a_full_dataset, pool_priors, read_prior
 from ros_robodata.events.event import EventJson, SegmentResult, SegmentResultJson
 from ros_robodata.events.segmenter import GRIPPER, WRENCH, Segmenter, episode_input_start
 from ros_robodata.files import write_json
@@ -249,6 +249,7 @@ def segment_items(items: list[Item], profile: Profile, *, use_gripper: bool = Tr
         else:  # read once already: a bag that changed under us
             run.failed[name] = result.reason if isinstance(result, JobFailure) else result
             del run.results[name]
+    run.results = {name: part_way_in_a_full_dataset(result, run.priors) for name, result in run.results.items()}
     for name, result in run.results.items():
         item = by_name[name]
         if item.dataset is not None:
