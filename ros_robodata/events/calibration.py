@@ -18,7 +18,7 @@ from typing import Any
 from ros_robodata import untrusted
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.stroke import PROFILE, UNDER_SHARE, Observed, Stroke, differs, pooled
+from ros_robodata.events.stroke import PROFILE, UNDER_HALF, UNDER_SHARE, Observed, Stroke, differs, pooled
 from ros_robodata.files import write_json
 
 GRIPPER, COMMAND = 'gripper', 'command'
@@ -98,12 +98,9 @@ def part_way_in_a_full_dataset(result: SegmentResult, priors: Priors | None) -> 
     if prior is None or not isinstance(section, Mapping):
         return result
     used, nominal = Stroke.from_json(section), Stroke.from_json(section.get(PROFILE))
-    if used is None or nominal is None or abs(prior.span) < UNDER_SHARE * abs(nominal.span):
+    if used is None or nominal is None or not abs(used.span) < UNDER_SHARE * abs(nominal.span) <= abs(prior.span):
         return result
-    if abs(used.span) >= UNDER_SHARE * abs(nominal.span):
-        return result
-    kept = [w for w in result.warnings
-            if not (w.startswith('gripper positions ') and "under half of the profile's" in w)]
+    kept = [w for w in result.warnings if not (w.startswith('gripper positions ') and UNDER_HALF in w)]
     if len(kept) == len(result.warnings):
         return result
     note = (f'gripper opened only to {used.open:.4g} in this episode (closed {used.closed:.4g}); the dataset\'s '

@@ -89,9 +89,7 @@ def holding_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: int,
         track.fail(out, at, t, evidence, 'the fingers closed on past where they held: the object slipped out', x,
                    learn_closed=True)
         return
-    # Opening is judged from where the grasp held, however slowly the fingers open (a hand releasing a trigger
-    # gently opens under a noisy tracker's moving threshold, and a reference that followed them never saw it).
-    base = min(g.ref_x, g.hold_x + m) if math.isfinite(g.hold_x) else g.ref_x
+    base = _opening_base(g, m)
     if x > base + m:
         start = track.onset(t, x, v, base, last)
         gap = track.gaps[-1] if track.gaps else None
@@ -154,6 +152,13 @@ def letting_go_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: i
     track.to_idle(opened_at=start)
 
 
+def _opening_base(g: GraspAttempt, m: float) -> float:
+    """Where an opening is measured from: where the grasp held, however slowly the fingers open (a hand releasing
+    a trigger gently opens under a noisy tracker's moving threshold, and a reference that followed them never saw
+    it)."""
+    return min(g.ref_x, g.hold_x + m) if math.isfinite(g.hold_x) else g.ref_x
+
+
 def _opened_in_gap(track: GripperTrack, g: GraspAttempt, start: int) -> int:
     """Where in a gap of the stream an opening first seen after it began: back from the first sample after the gap
     at the speed of the two samples after it, when that speed is higher than the jump across the gap says (the
@@ -164,6 +169,5 @@ def _opened_in_gap(track: GripperTrack, g: GraspAttempt, start: int) -> int:
         return start
     (t0, _, _), _ = track.gaps[-1]
     speed = (x2 - x1) / ((t2 - t1) / 1e9)
-    base = min(g.ref_x, g.hold_x + track.closed_margin) if math.isfinite(g.hold_x) else g.ref_x
-    back = int(t1 - (x1 - base) / speed * 1e9)
+    back = int(t1 - (x1 - _opening_base(g, track.closed_margin)) / speed * 1e9)
     return max(start, min(t1, max(t0, back)))

@@ -44,6 +44,7 @@ RESCALE_SHARE = 0.03
 # The observed stroke is reported when it is under this share of the profile's, or reaches beyond it by more
 # than OUTSIDE_SHARE of it.
 UNDER_SHARE = 0.5
+UNDER_HALF = "under half of the profile's"  # how report() says it (calibration.py recognises it)
 OUTSIDE_SHARE = 0.1
 
 PROFILE, EPISODE = 'profile', 'episode'
@@ -227,7 +228,7 @@ class StrokeWatch:
         n_lo, n_hi = sorted((nominal.closed, nominal.open))
         span = abs(nominal.span)
         if abs(used.span) < UNDER_SHARE * span:
-            why = f"under half of the profile's {n_lo:g}..{n_hi:g}"
+            why = f'{UNDER_HALF} {n_lo:g}..{n_hi:g}'
         elif lo < n_lo - OUTSIDE_SHARE * span or hi > n_hi + OUTSIDE_SHARE * span:
             why = f"outside the profile's {n_lo:g}..{n_hi:g}"
         else:

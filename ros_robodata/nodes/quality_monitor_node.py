@@ -130,9 +130,9 @@ class QualityMonitorNode(Node):
                 self.get_logger().warning(f'{topic}: cannot check a frame: {err}', throttle_duration_sec=10.0)
 
     def _on_episode(self, msg: EpisodeEvent) -> None:
-        if msg.event == EpisodeEvent.START and not self._episodes.first_start(msg.episode_id):
-            return
         if msg.event == EpisodeEvent.START:
+            if not self._episodes.first_start(msg.episode_id):
+                return  # a start heard again (EpisodesSeen)
             self.live.start(msg.episode_id)
         elif msg.event in (EpisodeEvent.STOP, EpisodeEvent.DISCARD) and msg.episode_id == self.live.episode_id:
             # The summary (the whole episode's findings, its smoothness, the images still to judge) is worked out on

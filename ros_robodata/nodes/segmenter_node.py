@@ -109,9 +109,9 @@ class SegmenterNode(Node):
         return receive
 
     def _on_episode(self, msg: EpisodeEvent) -> None:
-        if msg.event == EpisodeEvent.START and not self._episodes.first_start(msg.episode_id):
-            return
         if msg.event == EpisodeEvent.START:
+            if not self._episodes.first_start(msg.episode_id):
+                return  # a start heard again (EpisodesSeen)
             self.episode_id = msg.episode_id
             start = msg.data_start.sec * 1_000_000_000 + msg.data_start.nanosec
             priors = pool_priors(self._calibrations, SESSION)
