@@ -16,7 +16,9 @@ import pytest
 
 from ros_robodata.cli.main import main
 from ros_robodata.events.event import SegmentResult
+from ros_robodata.profile import load_profile
 from ros_robodata.vocabulary import GRASP, GRASP_FAILED, RELEASE
+from test.real_data import real_data
 
 BENCH = Path(__file__).resolve().parents[1] / 'bench'
 TOLERANCE_NS = 50_000_000
@@ -239,3 +241,55 @@ def test_single_readings_off_the_fingers_path_are_dropped_and_said() -> None:
         said = [line for line in noisy.inputs if 'dropped as spikes' in line]
         assert said and int(said[0].split()[0]) >= 0.9 * len(spiked), (said, len(spiked))
         assert not [line for line in clean.inputs if 'dropped as spikes' in line], clean.inputs
+
+
+T0_NS = 1_700_000_000_000_000_000
+
+
+def _so101_episodes() -> dict[int, dict[str, Any]]:
+    """The right gripper of eight real bimanual SO-101 episodes (test/data/README.md), as its drivers publish it:
+    the follower's position and the leader's command, 30 Hz, LeRobot's 0..100 units."""
+    data = np.load(real_data('grippers/bi_so101_right_gripper.npz'))
+
+    def joint_states(t_ns: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+        return {'type': 'sensor_msgs/msg/JointState', 'names': ['right_gripper.pos'], 't_ns': t_ns,
+                'position': values.reshape(-1, 1), 'velocity': None, 'effort': None}
+
+    out = {}
+    for i in (int(i) for i in data['episodes']):
+        t_ns = T0_NS + np.round(data[f't_{i}'] * 1e9).astype(np.int64)
+        out[i] = {'family': 'bi_so101', 'seed': i, 'scenario': 'real',
+                  'streams': {'/observation/state': joint_states(t_ns, data[f'position_{i}']),
+                              '/action': joint_states(t_ns, data[f'command_{i}'])}}
+    return out
+
+
+def _at(result: SegmentResult, kind: str) -> list[float]:
+    return [round((t - T0_NS) / 1e9, 3) for t in _found(result, kind)]
+
+
+def test_a_real_followers_first_close_on_nothing_is_a_miss_once_its_dataset_shows_where_it_closes() -> None:
+    """A real SO-101 follower rests closed at 1-3 units, not at its documented 0. Its episode 3 closes on nothing
+    first (2.7-3.1 s, the fingers come to rest at 1.92 with the leader fully shut), then takes a screwdriver
+    (the fingers stop at 4.5-5.7 from 8.8 s). Judged on the profile's 0 the first close read as a grasp; in its
+    dataset, where the pool shows where this gripper closes on nothing, it is a miss and the grasp is the tool's."""
+    episodes = _so101_episodes()
+    profile = load_profile(BENCH / 'profiles' / 'bi_so101_clean_desk.yaml')
+    order = sorted(episodes)
+    results, priors = B.segment_all([episodes[i] for i in order], profile)
+    assert priors is not None and priors.gripper is not None and 1.0 < priors.gripper.closed < 4.0
+    third = results[order.index(3)]
+    assert [t for t in _at(third, GRASP) if t < 6.0] == [], third.events
+    assert any(2.6 <= t <= 3.4 for t in _at(third, GRASP_FAILED)), third.events
+    assert any(8.5 <= t <= 9.1 for t in _at(third, GRASP)), third.events
+
+
+def test_a_thin_tool_held_inside_the_closed_margin_is_released_when_the_leader_opens_not_slipped() -> None:
+    """Episode 14 holds a thin tool with the fingers at 4.5-4.6 (the leader squeezed to 0.6) from 8.8 s, one
+    reading creeping across the closed margin, until the leader opens at 10.85 s and the fingers follow at 11.03 s:
+    a release there, and no slip while the leader still pressed or as it opened."""
+    episode = _so101_episodes()[14]
+    result = B.segment(episode, load_profile(BENCH / 'profiles' / 'bi_so101_clean_desk.yaml'))
+    assert [t for t in _at(result, GRASP_FAILED) if 8.0 <= t <= 12.0] == [], result.events
+    assert any(8.4 <= t <= 9.1 for t in _at(result, GRASP)), result.events
+    assert any(10.85 <= t <= 11.2 for t in _at(result, RELEASE)), result.events

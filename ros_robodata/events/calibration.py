@@ -18,7 +18,16 @@ from typing import Any
 from ros_robodata import untrusted
 from ros_robodata.errors import RobodataError
 from ros_robodata.events.event import SegmentResult
-from ros_robodata.events.stroke import PROFILE, UNDER_HALF, UNDER_SHARE, Observed, Stroke, differs, pooled
+from ros_robodata.events.stroke import (
+    PROFILE,
+    RESCALE_SHARE,
+    UNDER_HALF,
+    UNDER_SHARE,
+    Observed,
+    Stroke,
+    differs,
+    pooled,
+)
 from ros_robodata.files import write_json
 
 GRIPPER, COMMAND = 'gripper', 'command'
@@ -84,6 +93,13 @@ def needs_prior(calibration: Mapping[str, Any], priors: Priors) -> bool:
         observed = Observed.from_json(section.get('observed'))
         unseen_closed = observed.empty_closed is None and abs(prior.closed - used.closed) > 0
         if (section.get('judged_before_calibrated') or unseen_closed) and differs(used, prior):
+            return True
+        # A stroke judged before the episode closed on nothing was judged against the profile's closed position:
+        # where the dataset's gripper really closes to (a follower resting a few units short of its nominal 0)
+        # decides whether those fingers stopped on something or closed on nothing.
+        nominal = Stroke.from_json(section.get(PROFILE))
+        if section.get('closed_judged_from_profile') and nominal is not None and \
+                abs(prior.closed - nominal.closed) > RESCALE_SHARE * abs(prior.span):
             return True
     return False
 

@@ -126,6 +126,10 @@ class GripperCommandWatch:
         gap = x - self.value - self._offset
         return gap if gap > self.margin else None
 
+    def asks_open(self, x: float) -> bool:
+        """The command asks for the fingers more open than `x` by the margin (the operator opening)."""
+        return math.isfinite(self.value) and self.value + self._offset > x + self.margin
+
     def opened_since(self, since_ns: int, x_ref: float) -> int | None:
         """When, at or after `since_ns`, the command first asked for the fingers more open than `x_ref` (where
         they held) by the margin: the operator let go; None if it did not."""

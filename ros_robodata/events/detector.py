@@ -234,6 +234,8 @@ class EventDetector:
                               'observed': watch.observed.to_json()}
         if self.fingers.parked:
             out['gripper']['parked_closed_at_end'] = True
+        if self.fingers.closed_unseen:
+            out['gripper']['closed_judged_from_profile'] = True
         for channel in self.fingers.uncalibrated & set(out):
             out[channel]['judged_before_calibrated'] = True
         return out

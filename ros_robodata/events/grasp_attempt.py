@@ -49,6 +49,7 @@ class GraspAttempt:
     # markers as the hand let go): the speed after the gap dates its start better than the jump across it.
     letgo_after_gap: list[tuple[int, float]] | None = None
     sinking_ns: int | None = None  # when the fingers began closing on past where they held
+    closed_since: int | None = None  # when they crept into the closed margin while the command neither held nor opened
     moving: tuple[int, float, float] | None = None  # the last sample where the fingers clearly closed (t, x, v)
     stop_ns: int | None = None  # when the fingers stopped on the object, from that sample's speed
     pause_x: float = math.inf  # where a staged close paused

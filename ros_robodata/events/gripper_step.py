@@ -78,6 +78,8 @@ def _idle_step(track: GripperTrack, out: list[Event], t: int, x: float, v: float
                                    peak_effort=effort if math.isfinite(effort) else 0.0)
         if track.calibration.observed.most_open is None:
             track.uncalibrated.add('gripper')
+        if not track.calibration.closed_known:
+            track.closed_unseen = True
         if track.command is not None and track.command.calibration.observed.most_open is None:
             track.uncalibrated.add('command')
         track.state = CLOSING

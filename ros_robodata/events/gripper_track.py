@@ -47,6 +47,7 @@ class GripperTrack:
         self.parked = False  # the episode ended with the gripper closed on nothing after a release
         self.learn_closed = False  # the fingers closed on nothing: where they come to rest is the closed end
         self.uncalibrated: set[str] = set()  # channels a stroke was judged on before any rest had calibrated them
+        self.closed_unseen = False  # a stroke was judged on the profile's closed position, before any close on nothing
         self.state = IDLE
         # (an open position of 0, as many grippers have, is a position: not "unknown")
         nominal = Stroke(settings.closed_position if settings.closed_position is not None else 0.0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ros_robodata.events.closing_step import PRESS_HOLD_S
 from ros_robodata.events.event import Event, Evidence
 from ros_robodata.events.grasp_attempt import CLOSING, HOLDING, LETTING_GO, GraspAttempt
 from ros_robodata.events.gripper_track import GripperTrack, Last
@@ -80,8 +81,9 @@ def holding_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: int,
     # With a command: the fingers closed on past the hold until they stand where the command asks, so
     # nothing holds them open any more (a follower whose leader was squeezing beyond the object).
     caught_up = g.pressed and command is not None and press is None and x < g.hold_x - m and abs(v) <= vt
-    if x <= m or x < g.hold_x - sink or caught_up:  # the object left when the fingers closed on past the hold
-        at = g.slip_pending[0] if g.slip_pending is not None else (g.sinking_ns or t)
+    closed = x <= m and (command is None or x < g.hold_x - m or _crept_shut(g, t, press, command.asks_open(x)))
+    if closed or x < g.hold_x - sink or caught_up:  # the object left when the fingers closed on past the hold
+        at = g.slip_pending[0] if g.slip_pending is not None else (g.sinking_ns or g.closed_since or t)
         evidence = [ev_x] if x <= m else [Evidence('gripper.closed_past_hold', g.hold_x - x, m if caught_up
                                                    else sink)]
         if g.slip_pending is not None:
@@ -150,6 +152,18 @@ def letting_go_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: i
         track.log.emit(out, RELEASE, start, t, 0.95 if placed or v > 0 else 0.8, evidence)
     track.log.emit(out, CONTACT_LOST, start, t, 0.9, evidence[:1])
     track.to_idle(opened_at=start)
+
+
+def _crept_shut(g: GraspAttempt, t: int, press: float | None, asks_open: bool) -> bool:
+    """Fingers that crept into the closed margin without closing on past the hold, with a command: a thin object
+    still holds them open while the command presses them shut (a one-count creep is no slip); the operator lets go
+    once it asks them open (a release when they follow); a slip once it did neither for PRESS_HOLD_S (a command on
+    its way open crosses between the two within that)."""
+    if press is not None or asks_open:
+        g.closed_since = None
+        return False
+    g.closed_since = g.closed_since if g.closed_since is not None else t
+    return t - g.closed_since >= PRESS_HOLD_S * 1e9
 
 
 def _opening_base(g: GraspAttempt, m: float) -> float:

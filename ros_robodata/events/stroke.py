@@ -184,6 +184,12 @@ class StrokeWatch:
             self._idle_closed = centre
 
     @property
+    def closed_known(self) -> bool:
+        """Whether the closed end in use was seen (this episode closed on nothing or parked closed) or pooled from
+        earlier episodes, rather than taken from the profile's nominal value."""
+        return bool(self._empty) or self._parked() is not None or self.prior.source != PROFILE
+
+    @property
     def observed(self) -> Observed:
         return Observed(self._most_open, self._most_closed, statistics.median(self._empty) if self._empty else None)
 
