@@ -293,3 +293,14 @@ def test_a_thin_tool_held_inside_the_closed_margin_is_released_when_the_leader_o
     assert [t for t in _at(result, GRASP_FAILED) if 8.0 <= t <= 12.0] == [], result.events
     assert any(8.4 <= t <= 9.1 for t in _at(result, GRASP)), result.events
     assert any(10.85 <= t <= 11.2 for t in _at(result, RELEASE)), result.events
+
+
+@pytest.mark.parametrize(('episode', 'stopped'), [(14, 8.767), (16, 10.05)])
+def test_a_real_follower_easing_in_with_its_leader_is_grasped_where_its_fingers_stopped(episode: int,
+                                                                                          stopped: float) -> None:
+    """The follower slows with its leader over 0.3-0.6 s before its fingers stop on the tool (episode 14 stops at
+    8.77 s, episode 16 at 10.05 s, read off the recording). Where the line of its fastest samples meets what came
+    after lies in that easing, 0.3-0.6 s early; the grasp is where the fingers stopped."""
+    result = B.segment(_so101_episodes()[episode], load_profile(BENCH / 'profiles' / 'bi_so101_clean_desk.yaml'))
+    grasps = [t for t in _at(result, GRASP) if t > 6.0]
+    assert grasps and abs(grasps[0] - stopped) <= 0.1, result.events

@@ -89,9 +89,16 @@ def _closing_at_speed(track: GripperTrack, g: GraspAttempt, t: int, x: float, v:
     if closing and v <= -CRUISE * g.peak_v:  # at its cruising speed: the line the contact is read from
         g.fast_pts = [(t, x)] if g.new_stroke else [*g.fast_pts[-2:], (t, x)]
         g.slow_pts.clear()
-        g.new_stroke = False
+        g.new_stroke, g.slowed_gradually = False, False
     elif g.fast_pts and len(g.slow_pts) < 2:  # the first samples after the stroke slowed
         g.slow_pts.append((t, x))
+        # Still closing at speed after its cruise while its leader was still closing, and no force to say where it
+        # touched: a follower slowing with its leader, so where its cruise line meets what came after is no
+        # contact; the last sample that clearly moved says more. (A gripper slowing on its own as it wraps the
+        # object, its trigger long shut, keeps the knee; so does one whose effort dates the touch.)
+        command = track.command
+        leading = command is not None and command.fresh(t) and command.closing_speed() > vt and math.isnan(effort)
+        g.slowed_gradually |= len(g.slow_pts) == 1 and closing and v < -KNEE * g.peak_v and leading
     if closing and v < -KNEE * g.peak_v:  # still closing at speed, not creeping on after a stop
         g.moving, g.press_since, g.stop_x, g.stopped_since = (t, x, v), None, math.nan, None
         if v < -max(2 * vt, 0.5 * g.peak_v):
@@ -147,7 +154,7 @@ def _contact_stamp(track: GripperTrack, g: GraspAttempt, t: int, x: float, vt: f
     g.knee_x = stop_x
     if moving is not None:  # from the last sample where the fingers clearly moved, at the speed they had
         contact = int(min(t, max(moving[0], moving[0] + (moving[1] - stop_x) / abs(moving[2]) * 1e9)))
-    met = knee(g.fast_pts, g.slow_pts)
+    met = None if g.slowed_gradually and moving is not None else knee(g.fast_pts, g.slow_pts)
     if met is not None:  # better: where the closing's line meets the line of what came after it
         contact, g.knee_x = met
     unseen = _stop_in_gap(track, g, stop_x)

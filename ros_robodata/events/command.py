@@ -126,6 +126,14 @@ class GripperCommandWatch:
         gap = x - self.value - self._offset
         return gap if gap > self.margin else None
 
+    def closing_speed(self) -> float:
+        """How fast the command closes now (stroke fractions a second, over its last two samples); 0 when not
+        known."""
+        if len(self._recent) < 2:
+            return 0.0
+        (t0, a), (t1, b) = self._recent[-2], self._recent[-1]
+        return (self.stroke.fraction(a) - self.stroke.fraction(b)) / ((t1 - t0) / 1e9) if t1 > t0 else 0.0
+
     def asks_open(self, x: float) -> bool:
         """The command asks for the fingers more open than `x` by the margin (the operator opening)."""
         return math.isfinite(self.value) and self.value + self._offset > x + self.margin

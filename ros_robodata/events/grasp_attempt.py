@@ -63,6 +63,7 @@ class GraspAttempt:
     efforts: list[tuple[int, float]] = field(default_factory=list)  # (stamp, effort) while closing
     fast_pts: list[tuple[int, float]] = field(default_factory=list)  # the last samples closing at speed
     slow_pts: list[tuple[int, float]] = field(default_factory=list)  # the first samples after the stroke slowed
+    slowed_gradually: bool = False  # after its cruise the stroke still closed at speed a while: it eased in
     knee_x: float = math.nan  # where the fingers met the object (the closing's end, before any squeeze)
     new_stroke: bool = False  # a pause ended the last cruise: the next one starts the line afresh
     recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=RECENT_SAMPLES))  # (t, x) closing
