@@ -16,6 +16,14 @@ take /work/.mirror/chenfei-source+ACT-robot-manipulation/repo befd64aa7765c72358
      dataset piper_grape_plate
 take /work/.mirror/Ghosty2003+Techin517/repo 3d659b17931c047a0a82c8fa73cc69d78f9a46dc \
      huggingface/lerobot/project/bi_so101_test bi_so101_clean_desk
+# SO-101 stack (issue 26, HELD BACK: run once, after tuning): data/ and meta/ only (no licence stated; not vendored).
+# git may print "error: invalid object ... Wrist_Cam_Mount_32x32_UVC_Module_SO101.stl": a >4 MiB blob missing from
+# the snapshot, outside real_data/stack; the dataset is complete.
+take /work/.mirror/Gotham-Zolio+so101-grasp-cube/repo c9bc3e6fd1a4acdeae601388a1f4db841507e760 \
+     real_data/stack so101_grasp_cube_stack
+for f in $(find "$OUT/so101_grasp_cube_stack" -name '*.parquet'); do
+    [ "$(head -c4 "$f")" = PAR1 ] || { echo "not parquet: $f" >&2; exit 1; }
+done
 # SO-101 record-test (issue 27): data/ and meta/ only (no licence stated; not vendored)
 rm -rf "$OUT/so101_record_test" && mkdir -p "$OUT/so101_record_test"
 git --git-dir=/work/.mirror/SamueleSandrini+record-test/repo archive -o "$OUT/so101_record_test.tar" \
