@@ -81,6 +81,8 @@ def holding_step(track: GripperTrack, out: list[Event], g: GraspAttempt, t: int,
     # With a command: the fingers closed on past the hold until they stand where the command asks, so
     # nothing holds them open any more (a follower whose leader was squeezing beyond the object).
     caught_up = g.pressed and command is not None and press is None and x < g.hold_x - m and abs(v) <= vt
+    if x > m:
+        g.closed_since = None
     closed = x <= m and (command is None or x < g.hold_x - m or _crept_shut(g, t, press, command.asks_open(x)))
     if closed or x < g.hold_x - sink or caught_up:  # the object left when the fingers closed on past the hold
         at = g.slip_pending[0] if g.slip_pending is not None else (g.sinking_ns or g.closed_since or t)
